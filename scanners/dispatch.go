@@ -1,0 +1,349 @@
+package scanners
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Source turns one target into a stream of artifacts. It knows where each
+// byte came from and nothing about checks.
+type Source interface {
+	// Target describes the target for the report.
+	Target() Target
+	// Walk hands every artifact of the target to sink. It returns an error
+	// when the target as a whole could not be read; a single file that could
+	// not be read goes to sink.Error and the walk goes on.
+	Walk(ctx context.Context, sink Sink) error
+}
+
+// Sink receives a source's artifacts. Its methods are safe to call from
+// several goroutines, so a source may walk in parallel.
+type Sink interface {
+	// Artifact scans one artifact. r is its content, valid until Artifact
+	// returns. When r is also an io.ReaderAt (an *os.File), it is read in place
+	// and only as far as the scanners need; otherwise it is read once and
+	// buffered (in memory, or in an anonymous temporary file when large).
+	// A non-nil error means the walk must stop (the context was cancelled).
+	Artifact(a *Artifact, r io.Reader) error
+	// Error records a file that could not be scanned.
+	Error(e Error)
+}
+
+// Dispatcher walks sources once and feeds each artifact to every scanner that
+// wants it.
+type Dispatcher struct {
+	scanners []Scanner
+	workers  int
+	memLimit int64
+	tempDir  string
+}
+
+// Option configures a Dispatcher.
+type Option func(*Dispatcher)
+
+// WithWorkers bounds how many scanner calls run at once (default: 4).
+func WithWorkers(n int) Option {
+	return func(d *Dispatcher) {
+		if n > 0 {
+			d.workers = n
+		}
+	}
+}
+
+// WithMemoryLimit sets the size above which streamed content is spooled to an
+// anonymous temporary file instead of memory (default 32 MiB).
+func WithMemoryLimit(n int64) Option {
+	return func(d *Dispatcher) { d.memLimit = n }
+}
+
+// WithTempDir sets where large streamed content is spooled (default os.TempDir).
+func WithTempDir(dir string) Option {
+	return func(d *Dispatcher) { d.tempDir = dir }
+}
+
+// NewDispatcher returns a dispatcher over the given scanners.
+func NewDispatcher(scs []Scanner, opts ...Option) *Dispatcher {
+	d := &Dispatcher{scanners: scs, workers: 4, memLimit: 32 << 20}
+	for _, o := range opts {
+		o(d)
+	}
+	return d
+}
+
+// smallFile is the size up to which content that can be read in place is
+// still read whole into memory once, so that several scanners share it.
+const smallFile = 1 << 20
+
+// Run scans every source and returns the result with findings in a
+// deterministic order: the same input gives a byte-identical report.
+func (d *Dispatcher) Run(ctx context.Context, sources ...Source) *Result {
+	res := &Result{Version: ReportVersion, Targets: []Target{}, Findings: []Finding{}, Errors: []Error{}}
+	order := map[string]int{}
+	for i, src := range sources {
+		t := src.Target()
+		res.Targets = append(res.Targets, t)
+		order[t.Name] = i
+	}
+	for i, src := range sources {
+		s := &sink{d: d, ctx: ctx, sem: make(chan struct{}, d.workers)}
+		err := src.Walk(ctx, s)
+		// A source may learn facts while it walks (a digest, a note).
+		res.Targets[i] = src.Target()
+		if err != nil {
+			s.Error(Error{Target: res.Targets[i].Name, Message: err.Error()})
+		}
+		res.Findings = append(res.Findings, s.findings...)
+		res.Errors = append(res.Errors, s.errs...)
+	}
+	for i := range res.Findings {
+		if res.Findings[i].Fingerprint == "" {
+			res.Findings[i].Fingerprint = ComputeFingerprint(&res.Findings[i])
+		}
+	}
+	SortFindings(res.Findings, order)
+	res.Findings = slices.CompactFunc(res.Findings, func(a, b Finding) bool {
+		return a.Fingerprint == b.Fingerprint && a.Line == b.Line && a.Target == b.Target
+	})
+	slices.SortStableFunc(res.Errors, func(a, b Error) int {
+		return cmp.Or(cmp.Compare(order[a.Target], order[b.Target]), strings.Compare(a.Path, b.Path), strings.Compare(a.Message, b.Message))
+	})
+	res.Summary = Summarize(res.Findings)
+	return res
+}
+
+// Summarize counts findings by severity.
+func Summarize(fs []Finding) Summary {
+	var s Summary
+	for _, f := range fs {
+		s.Add(f)
+	}
+	return s
+}
+
+// SortFindings puts findings in report order: target (in the order given by
+// order), path, line, then rule and the rest so that the order is total.
+func SortFindings(fs []Finding, order map[string]int) {
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return cmp.Or(
+			cmp.Compare(order[a.Target], order[b.Target]),
+			strings.Compare(a.Target, b.Target),
+			strings.Compare(a.Path, b.Path),
+			cmp.Compare(a.Line, b.Line),
+			strings.Compare(a.Layer, b.Layer),
+			strings.Compare(a.Commit, b.Commit),
+			strings.Compare(a.RuleID, b.RuleID),
+			strings.Compare(a.Message, b.Message),
+			strings.Compare(a.Evidence, b.Evidence),
+			strings.Compare(a.Fingerprint, b.Fingerprint),
+		)
+	})
+}
+
+type sink struct {
+	d   *Dispatcher
+	ctx context.Context
+	sem chan struct{}
+
+	mu       sync.Mutex
+	findings []Finding
+	errs     []Error
+}
+
+func (s *sink) Error(e Error) {
+	s.mu.Lock()
+	s.errs = append(s.errs, e)
+	s.mu.Unlock()
+}
+
+func (s *sink) add(fs []Finding) {
+	s.mu.Lock()
+	s.findings = append(s.findings, fs...)
+	s.mu.Unlock()
+}
+
+func (s *sink) Artifact(a *Artifact, r io.Reader) error {
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	c, cleanup, err := s.open(a, r)
+	if err != nil {
+		s.Error(Error{Target: a.Target, Path: a.Path, Message: err.Error()})
+		return nil
+	}
+	if c == nil {
+		return nil // nobody wants it
+	}
+	defer cleanup()
+
+	var g errgroup.Group
+	var mu sync.Mutex
+	var found []Finding
+	for _, sc := range c.wanted {
+		g.Go(func() error {
+			select {
+			case s.sem <- struct{}{}:
+			case <-s.ctx.Done():
+				return s.ctx.Err()
+			}
+			defer func() { <-s.sem }()
+			fs, err := scanSafely(s.ctx, sc, a, io.NewSectionReader(c.ra, 0, c.size))
+			if err != nil {
+				s.Error(Error{Target: a.Target, Path: a.Path, Message: fmt.Sprintf("%s check: %v", sc.Check(), err)})
+			}
+			mu.Lock()
+			found = append(found, fs...)
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	applyInlineIgnores(a, c, found)
+	s.add(found)
+	return nil
+}
+
+// scanSafely calls sc.Scan and turns a panic into an error, so that one
+// scanner's bug on one hostile file cannot end the run or hide other results.
+func scanSafely(ctx context.Context, sc Scanner, a *Artifact, c Content) (fs []Finding, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error (panic): %v", p)
+		}
+	}()
+	return sc.Scan(ctx, a, c)
+}
+
+type opened struct {
+	ra     io.ReaderAt
+	size   int64
+	data   []byte // the whole content when it is in memory
+	wanted []Scanner
+}
+
+// open reads the head, asks every scanner, and makes the content readable at
+// any offset for those that want it. It returns nil when nobody does.
+func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
+	nop := func() {}
+	head := make([]byte, HeadSize)
+	ra, isRA := r.(io.ReaderAt)
+	var n int
+	var err error
+	if isRA {
+		n, err = ra.ReadAt(head, 0)
+	} else {
+		n, err = io.ReadFull(r, head)
+	}
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, nop, fmt.Errorf("read: %w", err)
+	}
+	head = head[:n]
+	var wanted []Scanner
+	for _, sc := range s.d.scanners {
+		if sc.Wants(a, head) {
+			wanted = append(wanted, sc)
+		}
+	}
+	if len(wanted) == 0 {
+		return nil, nop, nil
+	}
+	o := &opened{wanted: wanted}
+	switch {
+	case isRA && a.Size <= smallFile:
+		buf := make([]byte, a.Size)
+		n, err := ra.ReadAt(buf, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, nop, fmt.Errorf("read: %w", err)
+		}
+		o.data = buf[:n]
+	case isRA:
+		o.ra, o.size = ra, a.Size
+		return o, nop, nil
+	case int64(n) < HeadSize:
+		o.data = head // the head is the whole content
+	case a.Size >= 0 && a.Size <= s.d.memLimit:
+		buf := bytes.NewBuffer(make([]byte, 0, a.Size))
+		buf.Write(head)
+		if _, err := io.Copy(buf, r); err != nil {
+			return nil, nop, fmt.Errorf("read: %w", err)
+		}
+		o.data = buf.Bytes()
+	default:
+		// Spool to an anonymous file: its name is ours, never the artifact's,
+		// and it is unlinked at once.
+		f, err := os.CreateTemp(s.d.tempDir, "mlwarden-spool-*")
+		if err != nil {
+			return nil, nop, fmt.Errorf("spool: %w", err)
+		}
+		os.Remove(f.Name())
+		size, err := io.Copy(f, io.MultiReader(bytes.NewReader(head), r))
+		if err != nil {
+			f.Close()
+			return nil, nop, fmt.Errorf("spool: %w", err)
+		}
+		o.ra, o.size = f, size
+		return o, func() { f.Close() }, nil
+	}
+	o.ra, o.size = bytes.NewReader(o.data), int64(len(o.data))
+	return o, nop, nil
+}
+
+// InlineIgnore is the marker that suppresses a rule on one line:
+// "mlwarden:ignore RULE-ID" (several IDs may follow, separated by commas or
+// spaces; with none, every rule on that line).
+const InlineIgnore = "mlwarden:ignore"
+
+func applyInlineIgnores(a *Artifact, c *opened, fs []Finding) {
+	if c.data == nil || len(fs) == 0 || !bytes.Contains(c.data, []byte(InlineIgnore)) {
+		return
+	}
+	lines := bytes.Split(c.data, []byte{'\n'})
+	for i := range fs {
+		f := &fs[i]
+		if f.Line <= 0 || f.Path != a.Path {
+			continue
+		}
+		idx := f.Line // content line for plain files
+		if a.Lines != nil {
+			idx = slices.Index(a.Lines, f.Line) + 1
+		}
+		if idx <= 0 || idx > len(lines) {
+			continue
+		}
+		if ignores(lines[idx-1], f.RuleID) {
+			f.Suppressed = "inline " + InlineIgnore + " comment"
+		}
+	}
+}
+
+// ignores reports whether line carries an inline ignore marker that covers
+// rule.
+func ignores(line []byte, rule string) bool {
+	_, rest, ok := bytes.Cut(line, []byte(InlineIgnore))
+	if !ok {
+		return false
+	}
+	fields := strings.FieldsFunc(string(rest), func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+	ids := 0
+	for _, fld := range fields {
+		if !strings.Contains(fld, "/") {
+			break // the IDs end where prose begins
+		}
+		ids++
+		if fld == rule || strings.TrimRight(fld, "*") == strings.SplitN(rule, "/", 2)[0]+"/" {
+			return true
+		}
+	}
+	return ids == 0
+}

@@ -1,0 +1,242 @@
+package scanners
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// Severity orders findings. The zero value is SeverityInfo.
+type Severity int
+
+// Severities, lowest first.
+const (
+	SeverityInfo Severity = iota
+	SeverityLow
+	SeverityMedium
+	SeverityHigh
+	SeverityCritical
+)
+
+var severityNames = [...]string{"info", "low", "medium", "high", "critical"}
+
+// Severities lists every severity, highest first, as reports show them.
+func Severities() []Severity {
+	return []Severity{SeverityCritical, SeverityHigh, SeverityMedium, SeverityLow, SeverityInfo}
+}
+
+func (s Severity) String() string {
+	if s < 0 || int(s) >= len(severityNames) {
+		return fmt.Sprintf("severity(%d)", int(s))
+	}
+	return severityNames[s]
+}
+
+// ParseSeverity reads a severity name, case-insensitively. "none" is not a
+// severity; callers that accept it handle it themselves.
+func ParseSeverity(s string) (Severity, error) {
+	for i, n := range severityNames {
+		if strings.EqualFold(s, n) {
+			return Severity(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown severity %q (valid: %s)", s, strings.Join(severityNames[:], ", "))
+}
+
+// MarshalText writes the severity's name.
+func (s Severity) MarshalText() ([]byte, error) {
+	if s < 0 || int(s) >= len(severityNames) {
+		return nil, fmt.Errorf("invalid severity %d", int(s))
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText reads a severity's name.
+func (s *Severity) UnmarshalText(b []byte) error {
+	v, err := ParseSeverity(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// Rule describes one rule a check can report. `mlwarden rules` lists them and
+// SARIF writes them as tool.driver.rules.
+type Rule struct {
+	ID       string   `json:"id"`
+	Check    string   `json:"check"`
+	Severity Severity `json:"severity"`
+	Title    string   `json:"title"`
+	// Why is one line on why it matters.
+	Why string `json:"why"`
+	// Fix is one line on how to fix it.
+	Fix string `json:"fix,omitempty"`
+}
+
+// Finding is one problem found in one place. The JSON field names are the
+// report contract in DESIGN.md.
+type Finding struct {
+	RuleID   string   `json:"rule_id"`
+	Check    string   `json:"check"`
+	Severity Severity `json:"severity"`
+	// Message says what, why it matters and how to fix it. It never holds a
+	// secret's value.
+	Message string `json:"message"`
+	Target  string `json:"target"`
+	Path    string `json:"path,omitempty"`
+	// Line is 1-based; 0 means the finding is about the whole artifact.
+	Line   int    `json:"line,omitempty"`
+	Layer  string `json:"layer,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	// Evidence shows what was matched, redacted for secrets (a prefix and a
+	// suffix at most).
+	Evidence string `json:"evidence,omitempty"`
+	// Fingerprint is a stable id for baselines and ignore entries. The
+	// dispatcher fills it when the scanner leaves it empty.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// Suppressed is set (with the reason) when an ignore entry, an inline
+	// comment or the baseline matched. Suppressed findings are counted, not
+	// shown as failures.
+	Suppressed string `json:"suppressed,omitempty"`
+
+	// Secret, when set by a scanner, is hashed into the fingerprint in place
+	// of the evidence and never written anywhere.
+	Secret string `json:"-"`
+}
+
+// At returns a finding for rule r located at artifact a and 1-based content
+// line (0 for the whole artifact). It maps the line through a.Lines and copies
+// the artifact's origin and note.
+func At(a *Artifact, r Rule, line int, message string) Finding {
+	if a.Note != "" {
+		message += " (" + a.Note + ")"
+	}
+	return Finding{
+		RuleID:   r.ID,
+		Check:    r.Check,
+		Severity: r.Severity,
+		Message:  message,
+		Target:   a.Target,
+		Path:     a.Path,
+		Line:     a.OriginalLine(line),
+		Layer:    a.Layer,
+		Commit:   a.Commit,
+	}
+}
+
+// ComputeFingerprint returns a stable id for f: a hash of the rule, the place
+// (target-independent path, layer, commit) and what was matched. It leaves the
+// line out so that a finding keeps its fingerprint when lines above it move.
+func ComputeFingerprint(f *Finding) string {
+	h := sha256.New()
+	key := f.Evidence
+	if f.Secret != "" {
+		key = f.Secret
+	}
+	for _, s := range []string{f.RuleID, f.Path, f.Layer, f.Commit, key, f.Message} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// Redact shows at most the first 4 and last 2 characters of a secret, and less
+// of a short one, joined by an ellipsis.
+func Redact(secret string) string {
+	r := []rune(secret)
+	switch {
+	case len(r) >= 12:
+		return string(r[:4]) + "…" + string(r[len(r)-2:])
+	case len(r) >= 6:
+		return string(r[:2]) + "…"
+	default:
+		return "…"
+	}
+}
+
+// Error is a target or a file that could not be scanned in full. Any error
+// makes the run exit 2.
+type Error struct {
+	Target  string `json:"target"`
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message"`
+}
+
+func (e Error) Error() string {
+	switch {
+	case e.Path != "":
+		return fmt.Sprintf("%s: %s: %s", e.Target, e.Path, e.Message)
+	case e.Target != "":
+		return fmt.Sprintf("%s: %s", e.Target, e.Message)
+	}
+	return e.Message
+}
+
+// Summary counts findings by severity. Suppressed findings are counted apart.
+type Summary struct {
+	Critical   int `json:"critical"`
+	High       int `json:"high"`
+	Medium     int `json:"medium"`
+	Low        int `json:"low"`
+	Info       int `json:"info"`
+	Suppressed int `json:"suppressed,omitempty"`
+}
+
+// Add counts one finding.
+func (s *Summary) Add(f Finding) {
+	if f.Suppressed != "" {
+		s.Suppressed++
+		return
+	}
+	switch f.Severity {
+	case SeverityCritical:
+		s.Critical++
+	case SeverityHigh:
+		s.High++
+	case SeverityMedium:
+		s.Medium++
+	case SeverityLow:
+		s.Low++
+	default:
+		s.Info++
+	}
+}
+
+// Count returns the number of unsuppressed findings of severity sev.
+func (s Summary) Count(sev Severity) int {
+	switch sev {
+	case SeverityCritical:
+		return s.Critical
+	case SeverityHigh:
+		return s.High
+	case SeverityMedium:
+		return s.Medium
+	case SeverityLow:
+		return s.Low
+	}
+	return s.Info
+}
+
+// Result is everything one run found: the JSON report is this struct.
+type Result struct {
+	Version  int       `json:"version"`
+	Targets  []Target  `json:"targets"`
+	Findings []Finding `json:"findings"`
+	Errors   []Error   `json:"errors"`
+	Summary  Summary   `json:"summary"`
+}
+
+// ReportVersion is the JSON report's version field.
+const ReportVersion = 1
+
+// Failed reports whether any unsuppressed finding is at or above sev.
+func (r *Result) Failed(sev Severity) bool {
+	for _, f := range r.Findings {
+		if f.Suppressed == "" && f.Severity >= sev {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,141 @@
+// Package scanners holds mlwarden's contract: the Artifact a source hands over,
+// the Finding a check returns, the Scanner interface every check implements, and
+// the Dispatcher that walks each source once and feeds every scanner that wants
+// an artifact.
+//
+// The contract is small on purpose, in the spirit of go-containerregistry's
+// v1.Image: a source knows where bytes come from and nothing about checks; a
+// scanner knows one check and nothing about where bytes come from.
+package scanners
+
+import (
+	"context"
+	"io"
+	"io/fs"
+)
+
+// Check names. Each finding names exactly one of them.
+const (
+	CheckSecrets    = "secrets"
+	CheckPins       = "pins"
+	CheckModels     = "models"
+	CheckSignatures = "signatures"
+	CheckCUDA       = "cuda"
+	CheckMisconfig  = "misconfig"
+)
+
+// TargetKind says what a target is. The values are part of the JSON report.
+type TargetKind string
+
+// Target kinds.
+const (
+	KindDir    TargetKind = "dir"
+	KindFile   TargetKind = "file"
+	KindImage  TargetKind = "image"
+	KindRepo   TargetKind = "repo"
+	KindScript TargetKind = "script"
+)
+
+// Target describes one scanned target in the report.
+type Target struct {
+	Name   string     `json:"name"`
+	Kind   TargetKind `json:"kind"`
+	Digest string     `json:"digest,omitempty"`
+	// Notes are facts about the target a reader needs, such as "shallow clone:
+	// history before <commit> not scanned".
+	Notes []string `json:"notes,omitempty"`
+}
+
+// ArtifactKind says what kind of thing an artifact's content is.
+type ArtifactKind string
+
+// Artifact kinds. Target-level facts are artifacts too, so scanners see one
+// stream.
+const (
+	// ArtifactFile is a file's bytes: on disk, in an image layer or a git blob.
+	ArtifactFile ArtifactKind = "file"
+	// ArtifactImageConfig is an image's config blob (OCI/Docker config JSON:
+	// Env, Labels, Cmd, Entrypoint, User, ExposedPorts, history).
+	ArtifactImageConfig ArtifactKind = "image-config"
+	// ArtifactPatch is the added lines of one file in one git commit. Lines maps
+	// them back to the line numbers of the file at that commit.
+	ArtifactPatch ArtifactKind = "patch"
+)
+
+// Artifact is one file-like thing plus its origin. Its content is handed to
+// Scanner.Scan separately, so an Artifact is cheap to copy and compare.
+type Artifact struct {
+	Kind ArtifactKind
+	// Target is the name of the target the artifact belongs to, as in Target.Name.
+	Target string
+	// TargetKind is the kind of that target.
+	TargetKind TargetKind
+	// Path is the slash-separated path inside the target (relative to a
+	// directory target's root, absolute inside an image, relative to a
+	// repository's root).
+	Path string
+	// Size is the content's length in bytes.
+	Size int64
+	// Mode is the file mode when the source knows it.
+	Mode fs.FileMode
+
+	// Layer is the digest of the image layer the file came from, LayerIndex
+	// its 0-based position and CreatedBy the history entry that made it.
+	Layer      string
+	LayerIndex int
+	CreatedBy  string
+	// Commit is the git commit the content came from (history scans).
+	Commit string
+	// Note is a fact about this artifact that every finding in it should carry,
+	// such as "deleted in layer 4 — still present in the image".
+	Note string
+	// Lines, when non-nil, maps content line i+1 (1-based) to Lines[i], the
+	// line number in the original file. Patch artifacts set it.
+	Lines []int
+}
+
+// OriginalLine maps a 1-based line of the artifact's content to the line in
+// the original file.
+func (a *Artifact) OriginalLine(line int) int {
+	if a.Lines == nil || line <= 0 || line > len(a.Lines) {
+		return line
+	}
+	return a.Lines[line-1]
+}
+
+// Content is an artifact's bytes as a scanner sees them: readable in order or
+// at any offset, of a known size. Every scanner gets its own Content, so
+// reading one does not move another's offset. *io.SectionReader satisfies it.
+type Content interface {
+	io.Reader
+	io.ReaderAt
+	io.Seeker
+	Size() int64
+}
+
+// Scanner is one check. Implementations must be safe for concurrent use: the
+// dispatcher calls Scan on different artifacts at once.
+//
+// A scanner never executes, imports or unpickles what it scans, and never
+// panics the run: content it cannot parse is a finding. Scan returns an error
+// only when it could not read its input (the run then exits 2).
+type Scanner interface {
+	// Check is the check's name, one of the Check constants.
+	Check() string
+	// Rules lists every rule the check can report.
+	Rules() []Rule
+	// Wants says from the artifact's origin and the first bytes of its content
+	// (at most HeadSize) whether Scan should see it. It must be cheap.
+	Wants(a *Artifact, head []byte) bool
+	// Scan examines one artifact.
+	Scan(ctx context.Context, a *Artifact, c Content) ([]Finding, error)
+}
+
+// HeadSize is the most bytes handed to Scanner.Wants.
+const HeadSize = 8 << 10
+
+// BytesScanner scans a byte slice that came from inside an artifact (a string
+// in a pickle, a model's metadata) and returns findings located at a. It is
+// the hand-over point between checks: the models check passes the strings it
+// finds to the secrets check through one.
+type BytesScanner func(ctx context.Context, a *Artifact, data []byte) []Finding
