@@ -1,0 +1,527 @@
+package misconfig
+
+import (
+	"encoding/json"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+func (r *run) commands(cls []cmdLine) {
+	for _, cl := range cls {
+		r.command(cl)
+	}
+}
+
+func (r *run) command(cl cmdLine) {
+	r.jupyter(cl)
+	r.container(cl)
+	r.services(cl)
+	r.chmodDevices(cl)
+	r.miner(cl)
+}
+
+// addAt adds a finding for a command line; commands from an image config
+// carry their origin in the message instead of a line.
+func (r *run) addAt(cl cmdLine, rule scanners.Rule, sev scanners.Severity, msg string) {
+	if cl.note != "" {
+		msg += " [" + cl.note + "]"
+	}
+	r.add(rule, sev, cl.line, strings.Join(cl.words, " "), msg)
+}
+
+// flags reads --name=value and --name value pairs (and bare --name as
+// "true") from args. Later values win, as in the programs themselves.
+func flags(args []string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if k, v, ok := strings.Cut(a, "="); ok {
+			m[k] = unquote(v)
+			continue
+		}
+		if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			m[a] = unquote(args[i+1])
+			// Do not skip: a bare boolean flag followed by a positional
+			// argument is also read as a value, harmlessly.
+			continue
+		}
+		m[a] = "true"
+	}
+	return m
+}
+
+func unquote(v string) string {
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		return v[1 : len(v)-1]
+	}
+	return v
+}
+
+// env reads NAME=VALUE words at the front of a command line.
+func env(words []string) map[string]string {
+	m := map[string]string{}
+	for _, w := range words {
+		k, v, ok := strings.Cut(w, "=")
+		if !ok || k == "" || strings.HasPrefix(k, "-") || strings.ContainsAny(k, " /.") {
+			continue
+		}
+		m[k] = unquote(v)
+	}
+	return m
+}
+
+func allInterfaces(v string) bool {
+	switch strings.Trim(v, "[]") {
+	case "0.0.0.0", "*", "::", "0", "::0":
+		return true
+	}
+	return false
+}
+
+func prog(w string) string { return strings.ToLower(path.Base(w)) }
+
+// find returns the index of the first word whose program name is one of names.
+func find(words []string, names ...string) int {
+	for i, w := range words {
+		p := prog(w)
+		for _, n := range names {
+			if p == n {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// jupyterArgs returns the arguments of a Jupyter server command in words, or
+// false when there is none.
+func jupyterArgs(words []string) ([]string, bool) {
+	for i, w := range words {
+		p := prog(w)
+		switch p {
+		case "jupyter-lab", "jupyter-notebook", "jupyter-server", "jupyter-nbclassic":
+			return words[i+1:], true
+		case "jupyter":
+			if i+1 < len(words) {
+				switch words[i+1] {
+				case "lab", "notebook", "server", "nbclassic":
+					return words[i+2:], true
+				}
+			}
+		case "-m":
+			if i+1 < len(words) {
+				switch words[i+1] {
+				case "notebook", "jupyterlab", "jupyter_server", "nbclassic":
+					return words[i+2:], true
+				case "jupyter":
+					if i+2 < len(words) {
+						switch words[i+2] {
+						case "lab", "notebook", "server", "nbclassic":
+							return words[i+3:], true
+						}
+					}
+				}
+			}
+		}
+	}
+	return nil, false
+}
+
+var jupyterApps = []string{"ServerApp", "NotebookApp", "LabApp", "IdentityProvider", "PasswordIdentityProvider"}
+
+// jupyterAuth is what a Jupyter command line or config says about how it
+// listens and authenticates.
+type jupyterAuth struct {
+	ip            string
+	ipSet         bool
+	tokenSet      bool
+	tokenEmpty    bool
+	passwordSet   bool
+	passwordEmpty bool
+}
+
+func (j *jupyterAuth) set(key, v string) {
+	switch key {
+	case "ip":
+		j.ip, j.ipSet = v, true
+	case "token":
+		j.tokenSet, j.tokenEmpty = true, v == ""
+	case "password", "hashed_password":
+		j.passwordSet, j.passwordEmpty = true, v == ""
+	}
+}
+
+// authOff: Jupyter serves without authentication when the token is empty
+// and no password is set.
+func (j jupyterAuth) authOff() bool {
+	return j.tokenSet && j.tokenEmpty && (!j.passwordSet || j.passwordEmpty)
+}
+
+func (r *run) judgeJupyter(j jupyterAuth, report func(sev scanners.Severity, msg string)) {
+	open := j.ipSet && allInterfaces(j.ip)
+	switch {
+	case open && j.authOff():
+		report(scanners.SeverityCritical, "Jupyter listens on all interfaces ("+j.ip+") with token and password authentication disabled: anyone who reaches the port gets a shell on the node. Bind to 127.0.0.1, keep the token on, and use an SSH tunnel")
+	case open:
+		report(scanners.SeverityLow, "Jupyter listens on all interfaces ("+j.ip+"); authentication is on, but the server is reachable from the whole network. Bind to 127.0.0.1 and use an SSH tunnel")
+	case j.authOff():
+		report(scanners.SeverityMedium, "Jupyter runs with token and password authentication disabled: every user who can reach the port on this node — on a shared GPU node, every other user — gets a shell as you. Keep the token on")
+	}
+}
+
+func (r *run) jupyter(cl cmdLine) {
+	args, ok := jupyterArgs(cl.words)
+	if !ok {
+		return
+	}
+	var j jupyterAuth
+	if v, ok := env(cl.words)["JUPYTER_TOKEN"]; ok {
+		j.set("token", v)
+	}
+	for k, v := range flags(args) {
+		name := strings.TrimLeft(k, "-")
+		if name == "ip" || name == "token" || name == "password" {
+			j.set(name, v)
+			continue
+		}
+		for _, app := range jupyterApps {
+			if key, ok := strings.CutPrefix(name, app+"."); ok {
+				j.set(key, v)
+			}
+		}
+	}
+	r.judgeJupyter(j, func(sev scanners.Severity, msg string) { r.addAt(cl, RuleNotebookExposed, sev, msg) })
+}
+
+// container: docker/podman/nerdctl run with privileges.
+func (r *run) container(cl cmdLine) {
+	i := find(cl.words, "docker", "podman", "nerdctl")
+	if i < 0 || i+1 >= len(cl.words) {
+		return
+	}
+	rest := cl.words[i+1:]
+	if rest[0] == "container" && len(rest) > 1 {
+		rest = rest[1:]
+	}
+	if rest[0] != "run" && rest[0] != "create" {
+		return
+	}
+	args := rest[1:]
+	for j := 0; j < len(args); j++ {
+		a := args[j]
+		next := ""
+		if j+1 < len(args) {
+			next = args[j+1]
+		}
+		switch {
+		case a == "--privileged" || a == "--privileged=true":
+			r.addAt(cl, RulePrivileged, scanners.SeverityHigh, prog(cl.words[i])+" run --privileged gives the container every device and capability of the host: it can take over the node and the GPU jobs on it. Drop --privileged and add only the capabilities and devices the job needs (--gpus for GPUs)")
+		case strings.EqualFold(a, "--cap-add=ALL") || a == "--cap-add" && strings.EqualFold(next, "ALL"):
+			r.addAt(cl, RulePrivileged, scanners.SeverityHigh, "--cap-add ALL gives the container every Linux capability, which is as good as --privileged. Add only the capabilities the job needs")
+		case strings.HasPrefix(a, "--security-opt") && seccompOff(a, next):
+			r.addAt(cl, RulePrivileged, scanners.SeverityHigh, "--security-opt seccomp=unconfined turns off the system-call filter that stops container escapes. Keep the default seccomp profile")
+		}
+	}
+}
+
+func seccompOff(a, next string) bool {
+	v := next
+	if _, val, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--security-opt=") {
+		v = val
+	}
+	v = strings.ReplaceAll(v, ":", "=")
+	return v == "seccomp=unconfined"
+}
+
+// service describes an ML server and the flags that bind it.
+type service struct {
+	name  string
+	match func(words []string) (args []string, ok bool)
+	hosts []string // flags whose value is the bind address
+	all   []string // boolean flags that bind all interfaces
+}
+
+func afterProg(names ...string) func([]string) ([]string, bool) {
+	return func(w []string) ([]string, bool) {
+		if i := find(w, names...); i >= 0 {
+			return w[i+1:], true
+		}
+		return nil, false
+	}
+}
+
+func afterSub(prog string, subs ...string) func([]string) ([]string, bool) {
+	return func(w []string) ([]string, bool) {
+		i := find(w, prog)
+		if i < 0 || i+1 >= len(w) {
+			return nil, false
+		}
+		for _, s := range subs {
+			if w[i+1] == s {
+				return w[i+2:], true
+			}
+		}
+		return nil, false
+	}
+}
+
+func afterModule(mods ...string) func([]string) ([]string, bool) {
+	return func(w []string) ([]string, bool) {
+		for i := 0; i+1 < len(w); i++ {
+			if w[i] != "-m" {
+				continue
+			}
+			for _, m := range mods {
+				if w[i+1] == m {
+					return w[i+2:], true
+				}
+			}
+		}
+		return nil, false
+	}
+}
+
+var services = []service{
+	{name: "Ray dashboard", match: afterSub("ray", "start"), hosts: []string{"--dashboard-host"}},
+	{name: "vLLM API server", match: afterSub("vllm", "serve"), hosts: []string{"--host"}},
+	{name: "vLLM API server", match: afterModule("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"), hosts: []string{"--host"}},
+	{name: "SGLang server", match: afterModule("sglang.launch_server"), hosts: []string{"--host"}},
+	{name: "Text Generation Inference", match: afterProg("text-generation-launcher"), hosts: []string{"--hostname"}},
+	{name: "TensorBoard", match: afterProg("tensorboard"), hosts: []string{"--host"}, all: []string{"--bind_all"}},
+	{name: "TensorBoard", match: afterModule("tensorboard.main", "tensorboard"), hosts: []string{"--host"}, all: []string{"--bind_all"}},
+	{name: "MLflow server", match: afterSub("mlflow", "server", "ui"), hosts: []string{"--host", "-h"}},
+	{name: "Streamlit app", match: afterSub("streamlit", "run"), hosts: []string{"--server.address"}},
+	{name: "Gradio app", match: afterProg("gradio"), hosts: []string{"--host"}},
+	{name: "Ollama server", match: afterSub("ollama", "serve")},
+}
+
+// serviceEnv are environment variables that bind a service.
+var serviceEnv = map[string]string{
+	"GRADIO_SERVER_NAME":       "Gradio app",
+	"STREAMLIT_SERVER_ADDRESS": "Streamlit app",
+	"OLLAMA_HOST":              "Ollama server",
+	"RAY_DASHBOARD_HOST":       "Ray dashboard",
+	"MLFLOW_HOST":              "MLflow server",
+	"TENSORBOARD_BIND_ALL":     "TensorBoard",
+}
+
+func exposedMsg(name, addr string) string {
+	return name + " is bound to all interfaces (" + addr + "); it has weak or no authentication, so anyone on the network can use it. Bind to 127.0.0.1 and reach it through an SSH tunnel or an authenticating proxy"
+}
+
+func (r *run) services(cl cmdLine) {
+	for _, s := range services {
+		args, ok := s.match(cl.words)
+		if !ok {
+			continue
+		}
+		f := flags(args)
+		for _, h := range s.hosts {
+			if v, ok := f[h]; ok && allInterfaces(v) {
+				r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, exposedMsg(s.name, v))
+			}
+		}
+		for _, b := range s.all {
+			if _, ok := f[b]; ok {
+				r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, exposedMsg(s.name, b))
+			}
+		}
+	}
+	for k, v := range env(cl.words) {
+		name := serviceEnv[k]
+		if name == "" {
+			continue
+		}
+		host := v
+		if h, _, ok := strings.Cut(v, ":"); ok && k == "OLLAMA_HOST" {
+			host = h
+		}
+		if allInterfaces(host) || k == "TENSORBOARD_BIND_ALL" && v != "" && v != "0" && v != "false" {
+			r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, exposedMsg(name, k+"="+v))
+		}
+	}
+}
+
+// chmodDevices: chmod of /dev/nvidia* to world-accessible.
+func (r *run) chmodDevices(cl cmdLine) {
+	i := find(cl.words, "chmod")
+	if i < 0 {
+		return
+	}
+	var mode string
+	dev := false
+	for _, a := range cl.words[i+1:] {
+		switch {
+		case strings.HasPrefix(a, "/dev/nvidia"):
+			dev = true
+		case strings.HasPrefix(a, "-") && !strings.ContainsAny(a, "rwx"):
+		case mode == "":
+			mode = a
+		}
+	}
+	if dev && worldAccessible(mode) {
+		r.addAt(cl, RuleGPUIsolation, scanners.SeverityHigh, "chmod "+mode+" on /dev/nvidia* makes the GPU device nodes usable by every user of the node, whatever the scheduler allocated. Leave device permissions to the driver and the device plugin")
+	}
+}
+
+func worldAccessible(mode string) bool {
+	if mode == "" {
+		return false
+	}
+	if mode[0] >= '0' && mode[0] <= '7' {
+		last := mode[len(mode)-1]
+		return last >= '0' && last <= '7' && (last-'0')&6 != 0
+	}
+	for _, clause := range strings.Split(mode, ",") {
+		who, perm, ok := strings.Cut(clause, "+")
+		if !ok {
+			who, perm, ok = strings.Cut(clause, "=")
+		}
+		if ok && (who == "" || strings.ContainsAny(who, "ao")) && strings.ContainsAny(perm, "rw") {
+			return true
+		}
+	}
+	return false
+}
+
+// Miners: well-known binaries, their flags, pool URLs and pool hosts.
+var (
+	minerNames = map[string]bool{
+		"xmrig": true, "xmrig-cuda": true, "xmrig-nvidia": true, "t-rex": true, "lolminer": true, "nbminer": true,
+		"gminer": true, "miner": false, "teamredminer": true, "ethminer": true, "phoenixminer": true,
+		"nanominer": true, "srbminer-multi": true, "bzminer": true, "cpuminer": true, "ccminer": true, "rigel": false,
+	}
+	minerFlags = []string{"--donate-level", "--donate-level=", "--coin", "--cuda-devices", "--nicehash", "--rig-id"}
+	poolURL    = regexp.MustCompile(`(?i)\bstratum[0-9]?\+(?:tcp|ssl|tls)://[^\s"'<>]+`)
+	// Public mining pools seen in cluster compromise reports.
+	poolHost  = regexp.MustCompile(`(?i)\b(?:[a-z0-9-]+\.)*(?:minexmr\.com|supportxmr\.com|xmrpool\.eu|nanopool\.org|2miners\.com|ethermine\.org|f2pool\.com|nicehash\.com|hashvault\.pro|moneroocean\.stream|herominers\.com|unmineable\.com|flypool\.org|c3pool\.com|monerohash\.com|zergpool\.com|woolypooly\.com|kryptex\.network|viabtc\.com|antpool\.com|mining-dutch\.nl)\b`)
+	minerWord = regexp.MustCompile(`(?i)(?:^|[/\s"'=])(xmrig|t-rex|lolminer|nbminer|teamredminer|ethminer|phoenixminer|nanominer|srbminer-multi|bzminer)(?:[-._/\s"']|$)`)
+)
+
+func (r *run) miner(cl cmdLine) {
+	for i, w := range cl.words {
+		p := prog(w)
+		if minerNames[p] && (i == 0 || cl.words[i-1] != "-m") {
+			r.addAt(cl, RuleCryptoMiner, scanners.SeverityCritical, "runs the crypto-miner "+p+": GPU mining is the usual payload of a stolen cluster account. Remove it and find out who added it")
+			return
+		}
+		for _, f := range minerFlags {
+			if w == strings.TrimSuffix(f, "=") || strings.HasPrefix(w, f) && strings.HasSuffix(f, "=") {
+				if f == "--coin" || f == "--nicehash" || f == "--rig-id" || f == "--cuda-devices" {
+					// Common enough elsewhere; count them only beside a pool URL.
+					if !poolURL.MatchString(strings.Join(cl.words, " ")) {
+						continue
+					}
+				}
+				r.addAt(cl, RuleCryptoMiner, scanners.SeverityCritical, "uses the miner flag "+strings.TrimSuffix(f, "=")+": this command runs a crypto-miner. Remove it and find out who added it")
+				return
+			}
+		}
+	}
+}
+
+// minerText looks for pool URLs and pool hosts on every line, and for miner
+// names in downloads and paths (outside prose).
+func (r *run) minerText(data []byte, doc bool) {
+	line := 1
+	start := 0
+	for i := 0; i <= len(data); i++ {
+		if i < len(data) && data[i] != '\n' {
+			continue
+		}
+		l := data[start:i]
+		if len(l) > 64<<10 {
+			l = l[:64<<10]
+		}
+		switch {
+		case poolURL.Match(l):
+			m := poolURL.Find(l)
+			r.add(RuleCryptoMiner, scanners.SeverityCritical, line, string(m), "mining-pool URL "+clip(string(m), 60)+": something here connects a crypto-miner to a pool. Remove it and find out who added it")
+		case poolHost.Match(l):
+			m := poolHost.Find(l)
+			r.add(RuleCryptoMiner, scanners.SeverityCritical, line, string(m), "mining-pool host "+string(m)+": something here connects a crypto-miner to a pool. Remove it and find out who added it")
+		case !doc && minerWord.Match(l):
+			m := minerWord.FindSubmatch(l)
+			r.add(RuleCryptoMiner, scanners.SeverityCritical, line, string(l), "names the crypto-miner "+strings.ToLower(string(m[1]))+": GPU mining is the usual payload of a stolen cluster account. Remove it and find out who added it")
+		}
+		line++
+		start = i + 1
+	}
+}
+
+// python reads the Python forms: Jupyter config files (c.ServerApp.ip = …)
+// and library calls that bind services (launch(server_name=…),
+// ray.init(dashboard_host=…)).
+var (
+	pyJupyterSet = regexp.MustCompile(`^\s*c\.(ServerApp|NotebookApp|LabApp|IdentityProvider|PasswordIdentityProvider)\.(ip|token|password|hashed_password)\s*=\s*(?:u|r)?(?:'([^']*)'|"([^"]*)"|(\S+))`)
+	pyKwarg      = regexp.MustCompile(`\b(server_name|dashboard_host|host)\s*=\s*["'](0\.0\.0\.0|::|\*)["']`)
+)
+
+func (r *run) python(data []byte) {
+	var j jupyterAuth
+	jline := 0
+	for i, l := range strings.Split(string(data), "\n") {
+		if m := pyJupyterSet.FindStringSubmatch(l); m != nil {
+			v := m[3] + m[4]
+			if m[5] != "" {
+				v = m[5]
+				if v == "None" {
+					v = ""
+				}
+			}
+			j.set(m[2], v)
+			if jline == 0 || m[2] == "ip" || m[2] == "token" {
+				jline = i + 1
+			}
+			continue
+		}
+		if m := pyKwarg.FindStringSubmatch(l); m != nil {
+			name := ""
+			switch {
+			case m[1] == "server_name" && strings.Contains(l, "launch"):
+				name = "Gradio app"
+			case m[1] == "dashboard_host":
+				name = "Ray dashboard"
+			case m[1] == "host" && (strings.Contains(l, "uvicorn.run") || strings.Contains(l, ".run(")):
+				name = "Python web server (" + strings.TrimSpace(strings.SplitN(l, "(", 2)[0]) + ")"
+			}
+			if name != "" {
+				r.add(RuleServiceExposed, scanners.SeverityMedium, i+1, l, exposedMsg(name, m[2]))
+			}
+		}
+	}
+	r.judgeJupyter(j, func(sev scanners.Severity, msg string) {
+		r.add(RuleNotebookExposed, sev, jline, "", msg+" (Jupyter config file)")
+	})
+}
+
+// jupyterJSON reads jupyter_*_config.json.
+func (r *run) jupyterJSON(data []byte) {
+	var cfg map[string]map[string]any
+	if json.Unmarshal(data, &cfg) != nil {
+		return
+	}
+	var j jupyterAuth
+	for _, app := range jupyterApps {
+		for k, v := range cfg[app] {
+			s, ok := v.(string)
+			if !ok {
+				continue
+			}
+			j.set(k, s)
+		}
+	}
+	r.judgeJupyter(j, func(sev scanners.Severity, msg string) {
+		r.add(RuleNotebookExposed, sev, 0, "", msg+" (Jupyter config file)")
+	})
+}
+
+func (r *run) imageConfig(data []byte) {
+	r.commands(imageCommands(data))
+}
