@@ -1,0 +1,210 @@
+package scanners_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// memSource yields in-memory files; stream makes it hand plain readers
+// (as an image layer does) instead of io.ReaderAt.
+type memSource struct {
+	name   string
+	files  map[string][]byte
+	order  []string
+	stream bool
+	reads  *atomic.Int64 // bytes read from the content
+}
+
+func (m *memSource) Target() scanners.Target {
+	return scanners.Target{Name: m.name, Kind: scanners.KindDir}
+}
+
+type countingReaderAt struct {
+	r     *bytes.Reader
+	reads *atomic.Int64
+}
+
+func (c *countingReaderAt) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.reads.Add(int64(n))
+	return n, err
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.reads.Add(int64(n))
+	return n, err
+}
+
+func (m *memSource) Walk(ctx context.Context, sink scanners.Sink) error {
+	var wg sync.WaitGroup
+	for _, p := range m.order {
+		wg.Go(func() {
+			data := m.files[p]
+			a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: m.name, Path: p, Size: int64(len(data))}
+			var r io.Reader = &countingReaderAt{r: bytes.NewReader(data), reads: m.reads}
+			if m.stream {
+				r = io.LimitReader(r, int64(len(data))) // hides ReadAt
+			}
+			_ = sink.Artifact(a, r)
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// wordScanner reports every line containing its word; text only.
+type wordScanner struct {
+	check, word string
+	panicOn     string
+}
+
+func (w wordScanner) Check() string { return w.check }
+func (w wordScanner) Rules() []scanners.Rule {
+	return []scanners.Rule{{ID: w.check + "/word", Check: w.check, Severity: scanners.SeverityHigh}}
+}
+func (w wordScanner) Wants(a *scanners.Artifact, head []byte) bool { return !scanners.IsBinary(head) }
+func (w wordScanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	if w.panicOn != "" && a.Path == w.panicOn {
+		panic("boom")
+	}
+	data, _, err := scanners.ReadAll(c, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []scanners.Finding
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, w.word) {
+			out = append(out, scanners.At(a, w.Rules()[0], i+1, "found "+w.word))
+		}
+	}
+	return out, nil
+}
+
+func newSource(stream bool, files map[string][]byte) *memSource {
+	m := &memSource{name: "t", files: files, stream: stream, reads: &atomic.Int64{}}
+	for p := range files {
+		m.order = append(m.order, p)
+	}
+	return m
+}
+
+func TestDispatcherDeterministic(t *testing.T) {
+	files := map[string][]byte{}
+	for i := range 200 {
+		files[fmt.Sprintf("d%d/f%03d.sh", i%7, i)] = []byte(strings.Repeat("x\nneedle here\nhaystack\n", i%5+1))
+	}
+	scs := []scanners.Scanner{wordScanner{check: "a", word: "needle"}, wordScanner{check: "b", word: "hay"}}
+	var first []byte
+	for i := range 5 {
+		res := scanners.NewDispatcher(scs, scanners.WithWorkers(8)).Run(context.Background(), newSource(i%2 == 0, files))
+		got, _ := json.Marshal(res)
+		if first == nil {
+			first = got
+			if res.Summary.High != 200*3*2 {
+				t.Fatalf("summary %+v, want %d high", res.Summary, 200*3*2)
+			}
+			continue
+		}
+		if !bytes.Equal(first, got) {
+			t.Fatalf("run %d differs from run 0", i)
+		}
+	}
+}
+
+func TestDispatcherBinaryNotReadWhole(t *testing.T) {
+	big := make([]byte, 50<<20)
+	big[10] = 0 // NUL in the head: binary
+	for _, stream := range []bool{false, true} {
+		src := newSource(stream, map[string][]byte{"weights.bin": big, "a.txt": []byte("needle\n")})
+		res := scanners.NewDispatcher([]scanners.Scanner{wordScanner{check: "a", word: "needle"}}).Run(context.Background(), src)
+		if len(res.Findings) != 1 {
+			t.Fatalf("findings %v", res.Findings)
+		}
+		// Only the heads (and the small text file) are read, never the 50 MB.
+		if n := src.reads.Load(); n > 2*scanners.HeadSize {
+			t.Errorf("stream=%v: read %d bytes, want at most %d", stream, n, 2*scanners.HeadSize)
+		}
+	}
+}
+
+func TestDispatcherSpoolsLargeStreams(t *testing.T) {
+	data := bytes.Repeat([]byte("abcdefgh\n"), 1<<20) // 9 MiB
+	copy(data[len(data)-20:], "needle\n")
+	src := newSource(true, map[string][]byte{"big.txt": data})
+	res := scanners.NewDispatcher([]scanners.Scanner{wordScanner{check: "a", word: "needle"}}, scanners.WithMemoryLimit(1<<20)).Run(context.Background(), src)
+	if len(res.Findings) != 1 || len(res.Errors) != 0 {
+		t.Fatalf("findings %v errors %v", res.Findings, res.Errors)
+	}
+}
+
+func TestDispatcherPanicIsAnError(t *testing.T) {
+	src := newSource(false, map[string][]byte{"bad.txt": []byte("needle"), "good.txt": []byte("needle")})
+	res := scanners.NewDispatcher([]scanners.Scanner{wordScanner{check: "a", word: "needle", panicOn: "bad.txt"}}).Run(context.Background(), src)
+	if len(res.Findings) != 1 || res.Findings[0].Path != "good.txt" {
+		t.Errorf("findings %v", res.Findings)
+	}
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, "panic") {
+		t.Errorf("errors %v", res.Errors)
+	}
+}
+
+func TestInlineIgnore(t *testing.T) {
+	src := newSource(false, map[string][]byte{"x.sh": []byte(strings.Join([]string{
+		"needle",
+		"needle # mlwarden:ignore a/word test fixture",
+		"needle # mlwarden:ignore b/word",
+		"needle # mlwarden:ignore",
+		"needle # mlwarden:ignore a/* all of check a",
+	}, "\n"))})
+	res := scanners.NewDispatcher([]scanners.Scanner{wordScanner{check: "a", word: "needle"}}).Run(context.Background(), src)
+	var got []string
+	for _, f := range res.Findings {
+		got = append(got, fmt.Sprintf("%d:%v", f.Line, f.Suppressed != ""))
+	}
+	want := "[1:false 2:true 3:false 4:true 5:true]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("got %v, want %s", got, want)
+	}
+	if res.Summary.High != 2 || res.Summary.Suppressed != 3 {
+		t.Errorf("summary %+v", res.Summary)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"hf_abcdefghijklmnopqrstuvwxyz0123456789": "hf_a…89",
+		"short1": "sh…",
+		"abc":    "…",
+		"":       "…",
+	} {
+		if got := scanners.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSeverityText(t *testing.T) {
+	for _, s := range scanners.Severities() {
+		b, err := s.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back scanners.Severity
+		if err := back.UnmarshalText(b); err != nil || back != s {
+			t.Errorf("round trip %v: %v %v", s, back, err)
+		}
+	}
+	if _, err := scanners.ParseSeverity("severe"); err == nil {
+		t.Error("ParseSeverity accepted an unknown name")
+	}
+}

@@ -1,0 +1,308 @@
+// Package source turns targets into artifact streams: files and directories,
+// container images, git repositories and scripts read from standard input.
+// A source knows where each byte came from and nothing about checks.
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// DefaultMaxFileSize is the largest file scanned unless --max-file-size says
+// otherwise. It is large on purpose: model checkpoints of tens of gigabytes
+// are read only in their pickle members and directory, and text checks bound
+// their own reads.
+const DefaultMaxFileSize int64 = 64 << 30
+
+// fsSource walks a file or a directory tree.
+type fsSource struct {
+	name    string // the target as given
+	root    string // absolute path of the directory, or of the file
+	single  bool   // root is one file
+	maxSize int64
+	workers int
+}
+
+// OpenFS returns a source for a file or a directory. It never follows a
+// symlink out of the root, skips .git internals and never reads special
+// files.
+func OpenFS(path string, o Options) (scanners.Source, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", path, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open target: %w", err)
+	}
+	s := &fsSource{name: path, root: abs, maxSize: o.MaxFileSize, workers: o.Workers}
+	if s.maxSize <= 0 {
+		s.maxSize = DefaultMaxFileSize
+	}
+	if s.workers <= 0 {
+		s.workers = min(runtime.GOMAXPROCS(0), 8)
+	}
+	switch {
+	case fi.Mode().IsRegular():
+		s.single = true
+	case fi.IsDir():
+	default:
+		return nil, fmt.Errorf("open target %s: not a regular file or directory (%s)", path, fi.Mode().Type())
+	}
+	return s, nil
+}
+
+func (s *fsSource) Target() scanners.Target {
+	k := scanners.KindDir
+	if s.single {
+		k = scanners.KindFile
+	}
+	return scanners.Target{Name: s.name, Kind: k}
+}
+
+// fsJob is one file to scan.
+type fsJob struct {
+	abs  string // path to open
+	rel  string // slash path inside the target
+	info fs.FileInfo
+}
+
+func (s *fsSource) Walk(ctx context.Context, sink scanners.Sink) error {
+	jobs := make(chan fsJob, 64)
+	var wg sync.WaitGroup
+	for range s.workers {
+		wg.Go(func() {
+			for j := range jobs {
+				if ctx.Err() != nil {
+					continue // drain
+				}
+				s.scanFile(ctx, sink, j)
+			}
+		})
+	}
+	var err error
+	if s.single {
+		fi, statErr := os.Lstat(s.root)
+		if statErr != nil {
+			err = statErr
+		} else {
+			jobs <- fsJob{abs: s.root, rel: filepath.Base(s.root), info: fi}
+		}
+	} else {
+		err = s.walkDir(ctx, sink, jobs)
+	}
+	close(jobs)
+	wg.Wait()
+	if err == nil {
+		err = ctx.Err()
+	}
+	return err
+}
+
+// walkDir lists the tree in lexical order. Symlinks are resolved and kept
+// only when they stay inside the root; a directory reached twice (a loop) is
+// walked once.
+func (s *fsSource) walkDir(ctx context.Context, sink scanners.Sink, jobs chan<- fsJob) error {
+	seen := map[string]bool{}
+	var walk func(dir, rel string) error
+	walk = func(dir, rel string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			sink.Error(scanners.Error{Target: s.name, Path: relOrDot(rel), Message: fmt.Sprintf("resolve directory: %v", err)})
+			return nil
+		}
+		if seen[real] {
+			return nil // a symlink loop or a second link to the same directory
+		}
+		seen[real] = true
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			sink.Error(scanners.Error{Target: s.name, Path: relOrDot(rel), Message: fmt.Sprintf("read directory: %v", errMsg(err))})
+			// ReadDir returns what it read before the error.
+		}
+		for _, e := range entries {
+			name := e.Name()
+			abs := filepath.Join(dir, name)
+			r := name
+			if rel != "" {
+				r = rel + "/" + name
+			}
+			if e.IsDir() && name == ".git" {
+				continue // git history is the git source's business
+			}
+			t := e.Type()
+			if t&fs.ModeSymlink != 0 {
+				target, err := filepath.EvalSymlinks(abs)
+				if err != nil {
+					sink.Error(scanners.Error{Target: s.name, Path: r, Message: fmt.Sprintf("broken symlink: %v", errMsg(err))})
+					continue
+				}
+				if !within(s.rootReal(), target) {
+					continue // never follow a link out of the root
+				}
+				fi, err := os.Stat(abs)
+				if err != nil {
+					sink.Error(scanners.Error{Target: s.name, Path: r, Message: errMsg(err)})
+					continue
+				}
+				if fi.IsDir() {
+					if err := walk(abs, r); err != nil {
+						return err
+					}
+					continue
+				}
+				if fi.Mode().IsRegular() {
+					jobs <- fsJob{abs: target, rel: r, info: fi}
+				}
+				continue
+			}
+			if e.IsDir() {
+				if err := walk(abs, r); err != nil {
+					return err
+				}
+				continue
+			}
+			if !t.IsRegular() {
+				continue // FIFOs, sockets, devices: never read
+			}
+			fi, err := e.Info()
+			if err != nil {
+				sink.Error(scanners.Error{Target: s.name, Path: r, Message: errMsg(err)})
+				continue
+			}
+			jobs <- fsJob{abs: abs, rel: r, info: fi}
+		}
+		return nil
+	}
+	return walk(s.root, "")
+}
+
+func (s *fsSource) rootReal() string {
+	if r, err := filepath.EvalSymlinks(s.root); err == nil {
+		return r
+	}
+	return s.root
+}
+
+func (s *fsSource) scanFile(ctx context.Context, sink scanners.Sink, j fsJob) {
+	if j.info.Size() > s.maxSize {
+		sink.Error(scanners.Error{Target: s.name, Path: j.rel, Message: fmt.Sprintf("not scanned: %d bytes is over --max-file-size (%d bytes)", j.info.Size(), s.maxSize)})
+		return
+	}
+	f, err := os.OpenFile(j.abs, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		sink.Error(scanners.Error{Target: s.name, Path: j.rel, Message: fmt.Sprintf("open: %s", errMsg(err))})
+		return
+	}
+	defer f.Close()
+	// Check again on the open file: it may have been swapped for a FIFO or a
+	// device since it was listed.
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	a := &scanners.Artifact{
+		Kind:       scanners.ArtifactFile,
+		Target:     s.name,
+		TargetKind: s.Target().Kind,
+		Path:       j.rel,
+		Size:       fi.Size(),
+		Mode:       fi.Mode(),
+	}
+	if err := sink.Artifact(a, f); err != nil && ctx.Err() == nil {
+		sink.Error(scanners.Error{Target: s.name, Path: j.rel, Message: err.Error()})
+	}
+}
+
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+func relOrDot(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
+}
+
+// errMsg drops the absolute path that *fs.PathError repeats, since the
+// report already names the target and the relative path.
+func errMsg(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// scriptSource is one script held in memory (standard input).
+type scriptSource struct {
+	name string
+	data []byte
+	err  error
+}
+
+// OpenScript reads one script (a batch script on standard input, say) into a
+// source of kind "script". name is used as the target and path.
+func OpenScript(name string, r io.Reader) scanners.Source {
+	data, err := io.ReadAll(io.LimitReader(r, maxScript+1))
+	if err == nil && len(data) > maxScript {
+		err = fmt.Errorf("script is larger than %d bytes", maxScript)
+	}
+	return &scriptSource{name: name, data: data, err: err}
+}
+
+const maxScript = 16 << 20
+
+func (s *scriptSource) Target() scanners.Target {
+	return scanners.Target{Name: s.name, Kind: scanners.KindScript}
+}
+
+func (s *scriptSource) Walk(ctx context.Context, sink scanners.Sink) error {
+	if s.err != nil {
+		return fmt.Errorf("read script: %w", s.err)
+	}
+	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: s.name, TargetKind: scanners.KindScript, Path: s.name, Size: int64(len(s.data))}
+	return sink.Artifact(a, &readerAt{data: s.data})
+}
+
+// readerAt is an in-memory io.Reader and io.ReaderAt.
+type readerAt struct {
+	data []byte
+	off  int
+}
+
+func (r *readerAt) Read(p []byte) (int, error) {
+	if r.off >= len(r.data) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data[r.off:])
+	r.off += n
+	return n, nil
+}
+
+func (r *readerAt) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(r.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}

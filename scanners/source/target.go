@@ -1,0 +1,69 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// Options configures every kind of source.
+type Options struct {
+	// MaxFileSize is the largest file a filesystem source scans (default
+	// DefaultMaxFileSize); a larger one is reported as an error.
+	MaxFileSize int64
+	// Workers bounds how many files are read at once (default: the CPUs, at most 8).
+	Workers int
+	Image   ImageOptions
+	Git     GitOptions
+}
+
+// Schemes are the target prefixes Open understands, as in syft and grype.
+var Schemes = []string{"registry", "oci", "docker-archive", "git", "dir", "file"}
+
+// Open turns one target argument into a source: a path, or a scheme-prefixed
+// reference (registry:REF, oci:DIR, docker-archive:FILE, git:URL-or-PATH,
+// dir:PATH, file:PATH). A bare argument that is not an existing path and
+// parses as an image reference is treated as registry:.
+func Open(ctx context.Context, target string, o Options) (scanners.Source, error) {
+	if target == "" {
+		return nil, fmt.Errorf("empty target")
+	}
+	if scheme, rest, ok := strings.Cut(target, ":"); ok {
+		switch scheme {
+		case "registry", "oci", "docker-archive":
+			if rest == "" {
+				return nil, fmt.Errorf("target %q: nothing after %q", target, scheme+":")
+			}
+			return OpenImage(ctx, scheme, rest, o.Image)
+		case "git":
+			if rest == "" {
+				return nil, fmt.Errorf("target %q: nothing after \"git:\"", target)
+			}
+			return OpenGit(ctx, rest, o.Git)
+		case "dir", "file":
+			return OpenFS(rest, o)
+		}
+	}
+	if _, err := os.Lstat(target); err == nil {
+		return OpenFS(target, o)
+	} else if !os.IsNotExist(err) {
+		return nil, fmt.Errorf("open target %s: %w", target, err)
+	}
+	if looksLikeImage(target) {
+		return OpenImage(ctx, "registry", target, o.Image)
+	}
+	return nil, fmt.Errorf("target %s: no such file or directory, and not an image reference (use a path, or one of %s followed by ':')", target, strings.Join(Schemes, ", "))
+}
+
+// looksLikeImage reports whether a bare argument is meant as an image
+// reference: it must parse with an explicit tag or digest, so that a mistyped
+// path such as "modles" is not sent to a registry.
+func looksLikeImage(s string) bool {
+	_, err := name.ParseReference(s, name.StrictValidation)
+	return err == nil
+}
