@@ -1,0 +1,129 @@
+package reports
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+type textWriter struct{ o Options }
+
+const (
+	ansiReset = "\x1b[0m"
+	ansiBold  = "\x1b[1m"
+	ansiDim   = "\x1b[2m"
+)
+
+var sevColor = map[scanners.Severity]string{
+	scanners.SeverityCritical: "\x1b[1;35m",
+	scanners.SeverityHigh:     "\x1b[1;31m",
+	scanners.SeverityMedium:   "\x1b[33m",
+	scanners.SeverityLow:      "\x1b[36m",
+	scanners.SeverityInfo:     "\x1b[2m",
+}
+
+func (t *textWriter) paint(code, s string) string {
+	if !t.o.Color || code == "" {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+// Write prints findings grouped by target, then severity, then path; errors
+// after them; and a one-line summary at the end.
+func (t *textWriter) Write(w io.Writer, res *scanners.Result) error {
+	bw := bufio.NewWriter(w)
+	idx := ruleIndex(t.o.Rules)
+	for _, tg := range res.Targets {
+		var mine []scanners.Finding
+		for _, f := range res.Findings {
+			if f.Target == tg.Name && (f.Suppressed == "" || t.o.ShowSuppressed) {
+				mine = append(mine, f)
+			}
+		}
+		head := fmt.Sprintf("%s (%s)", tg.Name, tg.Kind)
+		if tg.Digest != "" {
+			head += " " + tg.Digest
+		}
+		fmt.Fprintln(bw, t.paint(ansiBold, head))
+		for _, n := range tg.Notes {
+			fmt.Fprintf(bw, "  note: %s\n", n)
+		}
+		if len(mine) == 0 {
+			fmt.Fprintln(bw, "  no findings")
+		}
+		for _, sev := range scanners.Severities() {
+			first := true
+			for _, f := range mine {
+				if f.Severity != sev {
+					continue
+				}
+				if first {
+					fmt.Fprintf(bw, "  %s\n", t.paint(sevColor[sev], strings.ToUpper(sev.String())))
+					first = false
+				}
+				t.finding(bw, f, idx)
+			}
+		}
+		fmt.Fprintln(bw)
+	}
+	if len(res.Errors) > 0 {
+		fmt.Fprintln(bw, t.paint(ansiBold, "Errors (not scanned in full)"))
+		for _, e := range res.Errors {
+			fmt.Fprintf(bw, "  %s\n", e.Error())
+		}
+		fmt.Fprintln(bw)
+	}
+	fmt.Fprintln(bw, Summary(res))
+	return bw.Flush()
+}
+
+func (t *textWriter) finding(w io.Writer, f scanners.Finding, idx map[string]scanners.Rule) {
+	loc := f.Path
+	if f.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", loc, f.Line)
+	}
+	title := f.RuleID
+	if r, ok := idx[f.RuleID]; ok && r.Title != "" {
+		title = r.Title + " (" + f.RuleID + ")"
+	}
+	fmt.Fprintf(w, "    %s  %s\n", loc, t.paint(ansiBold, title))
+	fmt.Fprintf(w, "      %s\n", f.Message)
+	var extra []string
+	if f.Evidence != "" {
+		extra = append(extra, "evidence: "+f.Evidence)
+	}
+	if f.Layer != "" {
+		extra = append(extra, "layer: "+f.Layer)
+	}
+	if f.Commit != "" {
+		extra = append(extra, "commit: "+f.Commit)
+	}
+	if f.Suppressed != "" {
+		extra = append(extra, "suppressed: "+f.Suppressed)
+	}
+	for _, e := range extra {
+		fmt.Fprintf(w, "      %s\n", t.paint(ansiDim, e))
+	}
+}
+
+// Summary is the one-line summary: counts by severity, suppressed findings
+// and errors.
+func Summary(res *scanners.Result) string {
+	s := res.Summary
+	var parts []string
+	for _, sev := range scanners.Severities() {
+		parts = append(parts, fmt.Sprintf("%d %s", s.Count(sev), sev))
+	}
+	line := fmt.Sprintf("mlwarden: %d targets, %s", len(res.Targets), strings.Join(parts, ", "))
+	if s.Suppressed > 0 {
+		line += fmt.Sprintf(" (%d suppressed)", s.Suppressed)
+	}
+	if n := len(res.Errors); n > 0 {
+		line += fmt.Sprintf("; %d errors", n)
+	}
+	return line
+}
