@@ -42,6 +42,9 @@ func (s *sarifWriter) Write(w io.Writer, res *scanners.Result) error {
 	run.Tool.Driver.Rules = []*sarif.ReportingDescriptor{}
 
 	for _, r := range usedRules(res, ruleIndex(s.o.Rules)) {
+		if r.Why == "" {
+			r.Why = r.Title
+		}
 		help := r.Why
 		if r.Fix != "" {
 			help += "\n\nFix: " + r.Fix
@@ -74,7 +77,7 @@ func (s *sarifWriter) Write(w io.Writer, res *scanners.Result) error {
 			loc.WithRegion(sarif.NewRegion().WithStartLine(f.Line))
 		}
 		r.AddLocation(sarif.NewLocationWithPhysicalLocation(loc))
-		r.SetPartialFingerPrint("mlwarden/v1", f.Fingerprint)
+		r.WithPartialFingerPrints(map[string]any{"mlwarden/v1": f.Fingerprint})
 		props := sarif.Properties{"severity": f.Severity.String(), "target": f.Target}
 		if f.Layer != "" {
 			props["layer"] = f.Layer

@@ -118,11 +118,19 @@ func Summary(res *scanners.Result) string {
 	for _, sev := range scanners.Severities() {
 		parts = append(parts, fmt.Sprintf("%d %s", s.Count(sev), sev))
 	}
-	line := fmt.Sprintf("mlwarden: %d targets, %s", len(res.Targets), strings.Join(parts, ", "))
+	noun := "targets"
+	if len(res.Targets) == 1 {
+		noun = "target"
+	}
+	line := fmt.Sprintf("mlwarden: %d %s, %s", len(res.Targets), noun, strings.Join(parts, ", "))
 	if s.Suppressed > 0 {
 		line += fmt.Sprintf(" (%d suppressed)", s.Suppressed)
 	}
-	if n := len(res.Errors); n > 0 {
+	switch n := len(res.Errors); n {
+	case 0:
+	case 1:
+		line += "; 1 error"
+	default:
 		line += fmt.Sprintf("; %d errors", n)
 	}
 	return line
