@@ -1,0 +1,277 @@
+package pins
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
+)
+
+// expandVars substitutes $NAME, ${NAME}, ${NAME:-word} and ${NAME-word}
+// from env, as Dockerfiles, Compose files and CI variables do. dyn says a
+// variable was not known; it is left as ${NAME}.
+func expandVars(s string, env map[string]string) (out string, dyn bool) {
+	if !strings.Contains(s, "$") {
+		return s, false
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+1 < len(s) && s[i+1] == '$' {
+			b.WriteByte('$')
+			i++
+			continue
+		}
+		if c != '$' || i+1 == len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		if s[i+1] == '{' {
+			end := strings.IndexByte(s[i:], '}')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String(), true
+			}
+			expr := s[i+2 : i+end]
+			i += end
+			name, def, op := expr, "", ""
+			if j := strings.IndexAny(expr, ":-+?"); j >= 0 {
+				name = expr[:j]
+				op = expr[j:]
+				switch {
+				case strings.HasPrefix(op, ":-"):
+					def, op = op[2:], ":-"
+				case strings.HasPrefix(op, "-"):
+					def, op = op[1:], "-"
+				default:
+					dyn = true
+					b.WriteString("${" + expr + "}")
+					continue
+				}
+			}
+			v, ok := env[name]
+			switch {
+			case ok && (op != ":-" || v != ""):
+				b.WriteString(v)
+			case op != "":
+				d, dd := expandVars(def, env)
+				dyn = dyn || dd
+				b.WriteString(d)
+			default:
+				dyn = true
+				b.WriteString("${" + name + "}")
+			}
+			continue
+		}
+		j := i + 1
+		for j < len(s) && (s[j] == '_' || isNameStart(s[j])) {
+			j++
+		}
+		if j == i+1 {
+			b.WriteByte(c)
+			continue
+		}
+		name := s[i+1 : j]
+		if v, ok := env[name]; ok {
+			b.WriteString(v)
+		} else {
+			dyn = true
+			b.WriteString("${" + name + "}")
+		}
+		i = j - 1
+	}
+	return b.String(), dyn
+}
+
+// scanDockerfile checks FROM, COPY --from, ADD and RUN instructions.
+func scanDockerfile(data []byte, r *rep) {
+	res, err := parser.Parse(bytes.NewReader(data))
+	if err != nil {
+		r.add(ruleUnparsed, 0, "", fmt.Sprintf("Dockerfile could not be parsed (%v), so its images and RUN commands were not checked for pins; fix the syntax", err))
+		return
+	}
+	lines := strings.Split(string(data), "\n")
+	global := map[string]string{}
+	env := global
+	stages := map[string]bool{}
+	st := newShellState()
+	st.env = env
+	seenFrom := false
+	for _, n := range res.AST.Children {
+		args := nodeArgs(n)
+		switch strings.ToLower(n.Value) {
+		case "arg":
+			for _, a := range args {
+				name, def, hasDef := strings.Cut(a, "=")
+				if hasDef {
+					v, dyn := expandVars(def, env)
+					if dyn {
+						delete(env, name)
+					} else {
+						env[name] = v
+					}
+				} else if !seenFrom {
+					delete(env, name) // set by --build-arg, if at all
+				} else if v, ok := global[name]; ok {
+					env[name] = v // a global ARG redeclared in the stage
+				}
+			}
+		case "env":
+			for i := 0; i+1 < len(args); i += 2 {
+				v, dyn := expandVars(args[i+1], env)
+				envExtraIndex(r, args[i], v, n.StartLine)
+				if dyn {
+					delete(env, args[i])
+				} else {
+					env[args[i]] = v
+				}
+			}
+		case "from":
+			if len(args) == 0 {
+				continue
+			}
+			if !seenFrom {
+				// Stages see global ARGs only when they redeclare them.
+				global = maps(env)
+				seenFrom = true
+			}
+			img, dyn := expandVars(args[0], global)
+			switch {
+			case stages[strings.ToLower(img)], strings.EqualFold(img, "scratch"):
+			default:
+				r.image(n.StartLine, "FROM", img, dyn)
+			}
+			if len(args) >= 3 && strings.EqualFold(args[1], "as") {
+				stages[strings.ToLower(args[2])] = true
+			}
+			env = map[string]string{} // ARGs must be redeclared inside a stage
+			st.env = env
+		case "copy":
+			for _, f := range n.Flags {
+				from, ok := strings.CutPrefix(f, "--from=")
+				if !ok {
+					continue
+				}
+				img, dyn := expandVars(from, env)
+				if _, err := strconv.Atoi(img); err == nil || stages[strings.ToLower(img)] {
+					continue
+				}
+				r.image(n.StartLine, "COPY --from", img, dyn)
+			}
+		case "add":
+			dockerAdd(n, args, env, r)
+		case "run":
+			if res.EscapeToken == '\\' {
+				dockerRun(n, args, lines, st, r) // not a Windows (escape=`) Dockerfile
+			}
+		}
+	}
+	st.finish()
+}
+
+func maps(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// nodeArgs returns an instruction's arguments.
+func nodeArgs(n *parser.Node) []string {
+	var out []string
+	for a := n.Next; a != nil; a = a.Next {
+		out = append(out, a.Value)
+	}
+	return out
+}
+
+// dockerAdd checks ADD of remote files (needs --checksum) and git
+// repositories (needs a commit).
+func dockerAdd(n *parser.Node, args []string, env map[string]string, r *rep) {
+	checksum := false
+	for _, f := range n.Flags {
+		if strings.HasPrefix(f, "--checksum=") {
+			checksum = true
+		}
+	}
+	if len(args) < 2 || checksum {
+		return
+	}
+	for _, src := range args[:len(args)-1] {
+		u, _ := expandVars(src, env)
+		isGit := strings.HasPrefix(u, "git@") || strings.Contains(u, ".git#") || strings.HasSuffix(u, ".git") || strings.HasPrefix(u, "git://")
+		switch {
+		case isGit:
+			_, ref, _ := strings.Cut(u, "#")
+			ref, _, _ = strings.Cut(ref, ":")
+			if !isCommit(ref) {
+				r.add(ruleGitCloneUnpinned, n.StartLine, u, fmt.Sprintf("ADD %s fetches a git repository at a branch or tag that can move; pin the commit: ADD %s#<40-hex commit> (or --checksum=<commit>)", u, strings.SplitN(u, "#", 2)[0]))
+			}
+		case strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://"):
+			r.add(ruleDownloadNoChecksum, n.StartLine, u, fmt.Sprintf("ADD %s downloads a file into the image with no checksum, so whatever the server returns is built in; pin it: ADD --checksum=sha256:<hash> %s …", u, u))
+		}
+	}
+}
+
+// dockerRun checks a RUN instruction's commands as shell, at their own lines.
+func dockerRun(n *parser.Node, args []string, lines []string, st *shellState, r *rep) {
+	if n.Attributes["json"] {
+		// Exec form: ["pip", "install", "x"] or ["sh", "-c", "..."].
+		sc := &shellScan{st: st, r: r, dockerfile: true}
+		argv := make([]arg, len(args))
+		for i, a := range args {
+			v, dyn := expandVars(a, st.env)
+			argv[i] = arg{s: v, dyn: dyn}
+		}
+		if len(argv) >= 3 && isShell(prog(argv[0])) && argv[1].s == "-c" {
+			sc.nested(args[2], n.StartLine, "")
+			return
+		}
+		if len(argv) > 0 {
+			sc.command(argv, n.StartLine)
+		}
+		return
+	}
+	if n.StartLine < 1 || n.EndLine > len(lines) || n.StartLine > n.EndLine {
+		return
+	}
+	// Rebuild the shell text from the source lines, dropping the instruction
+	// word and its flags, and the comment and blank lines BuildKit removes
+	// inside continuations (but not inside heredoc bodies).
+	first := lines[n.StartLine-1]
+	body := strings.TrimLeft(first, " \t")
+	body = strings.TrimLeft(body[min(3, len(body)):], " \t") // "RUN"
+	for strings.HasPrefix(body, "--") {
+		_, rest, ok := strings.Cut(body, " ")
+		if !ok {
+			body = ""
+			break
+		}
+		body = strings.TrimLeft(rest, " \t")
+	}
+	var text strings.Builder
+	var lineOf []int
+	text.WriteString(body)
+	lineOf = append(lineOf, n.StartLine)
+	for l := n.StartLine + 1; l <= n.EndLine; l++ {
+		s := lines[l-1]
+		if len(n.Heredocs) == 0 {
+			if t := strings.TrimSpace(s); t == "" || strings.HasPrefix(t, "#") {
+				continue
+			}
+		}
+		text.WriteByte('\n')
+		text.WriteString(strings.TrimRight(s, "\r"))
+		lineOf = append(lineOf, l)
+	}
+	sc := &shellScan{st: st, src: []byte(text.String()), dockerfile: true, r: r.subMap(func(l int) int {
+		if l >= 1 && l <= len(lineOf) {
+			return lineOf[l-1]
+		}
+		return n.StartLine
+	})}
+	sc.run()
+}

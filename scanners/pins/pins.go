@@ -1,0 +1,306 @@
+// Package pins is the pins check: it reports container images, packages,
+// models, datasets and scripts fetched by a name that somebody else can move
+// (a tag, a version range, a branch) instead of by an immutable digest, an
+// exact version with hashes, or a commit.
+//
+// Every input is parsed with a real parser that keeps line numbers: BuildKit's
+// Dockerfile parser, mvdan.cc/sh for shell and sbatch scripts, a YAML parser
+// for manifests and workflows, a TOML parser for pyproject.toml, and a small
+// Python tokenizer for Python sources. Nothing is executed.
+package pins
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// maxInput is the most bytes of one text file the check reads; the rest is
+// reported as not scanned.
+const maxInput = 8 << 20
+
+// Scanner is the pins check. It is safe for concurrent use.
+type Scanner struct {
+	// targetFS returns a file system holding the artifact's neighbours, rooted
+	// at the target, with the artifact's directory inside it; nil when the
+	// check cannot see them.
+	targetFS func(a *scanners.Artifact) (fsys fs.FS, dir string)
+}
+
+// Option configures a Scanner.
+type Option func(*Scanner)
+
+// WithTargetFS sets how the check reaches files beside an artifact: the lock
+// file next to a pyproject.toml and the files a requirements file includes
+// with -r/-c. fn returns a file system rooted at the target and the
+// artifact's directory inside it (slash-separated, "." for the root), or a nil
+// file system when the neighbours cannot be seen. By default the check looks
+// on disk for directory and file targets (confined to the target with
+// os.Root) and sees no neighbours for images, repositories and scripts.
+func WithTargetFS(fn func(a *scanners.Artifact) (fsys fs.FS, dir string)) Option {
+	return func(s *Scanner) { s.targetFS = fn }
+}
+
+// New returns the pins check.
+func New(opts ...Option) *Scanner {
+	s := &Scanner{targetFS: diskTargetFS}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// diskTargetFS opens the directory or file target on disk, confined to it.
+func diskTargetFS(a *scanners.Artifact) (fs.FS, string) {
+	switch a.TargetKind {
+	case scanners.KindDir:
+		return rootFS(a.Target), path.Dir(a.Path)
+	case scanners.KindFile:
+		return rootFS(filepath.Dir(a.Target)), "."
+	}
+	return nil, ""
+}
+
+// rootFS is a directory on disk read through os.Root, so that no name (with
+// "..", or a symlink) reaches outside it. Each call opens the root afresh, so
+// nothing stays open between calls.
+type rootFS string
+
+func (d rootFS) Open(name string) (fs.File, error) {
+	r, err := os.OpenRoot(string(d))
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Open(name)
+}
+
+func (d rootFS) Stat(name string) (fs.FileInfo, error) {
+	r, err := os.OpenRoot(string(d))
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Stat(name)
+}
+
+// Check returns "pins".
+func (s *Scanner) Check() string { return scanners.CheckPins }
+
+// Rules lists every rule the pins check reports.
+func (s *Scanner) Rules() []scanners.Rule {
+	out := make([]scanners.Rule, len(allRules))
+	copy(out, allRules)
+	return out
+}
+
+// kind is the input format of an artifact.
+type kind int
+
+const (
+	kindNone kind = iota
+	kindDockerfile
+	kindShell
+	kindRequirements
+	kindPyproject
+	kindConda
+	kindYAML // Kubernetes, Compose, GitHub Actions or GitLab CI, told by content
+	kindPython
+	kindApptainer
+	kindImageConfig
+	kindNotebook
+)
+
+// skipDirs are directories inside images that hold installed software
+// rather than what the image's author wrote.
+var skipDirs = []string{"/site-packages/", "/dist-packages/", "/node_modules/", "/usr/share/", "/usr/lib/", "/usr/include/", "/lib/python", "/.cache/"}
+
+// classify tells the format of an artifact from its path and first bytes.
+func classify(a *scanners.Artifact, head []byte) kind {
+	if a.Kind == scanners.ArtifactImageConfig {
+		return kindImageConfig
+	}
+	if a.Kind != scanners.ArtifactFile {
+		// Patches (lines added in one commit) are fragments: what is pinned
+		// is a property of the current tree, not of history.
+		return kindNone
+	}
+	p := "/" + strings.ToLower(a.Path)
+	for _, d := range skipDirs {
+		if strings.Contains(p, d) {
+			return kindNone
+		}
+	}
+	base := scanners.Base(a.Path)
+	ext := path.Ext(base)
+	switch {
+	case base == "dockerfile" || base == "containerfile" || ext == ".dockerfile" || ext == ".containerfile" ||
+		strings.HasPrefix(base, "dockerfile.") || strings.HasPrefix(base, "containerfile.") || strings.HasPrefix(base, "dockerfile-"):
+		return kindDockerfile
+	case base == "pyproject.toml":
+		return kindPyproject
+	case ext == ".txt" && (strings.Contains(base, "requirements") || strings.Contains(base, "constraints") || strings.Contains(p, "/requirements/")):
+		return kindRequirements
+	case (ext == ".yml" || ext == ".yaml") && (strings.HasPrefix(base, "environment") || strings.HasPrefix(base, "conda")):
+		return kindConda
+	case ext == ".yml" || ext == ".yaml":
+		return kindYAML
+	case ext == ".py":
+		return kindPython
+	case ext == ".ipynb":
+		return kindNotebook
+	case ext == ".def" && (containsFold(head, "bootstrap:")):
+		return kindApptainer
+	case ext == ".sh" || ext == ".bash" || ext == ".sbatch" || ext == ".slurm" || ext == ".zsh" || ext == ".ksh":
+		return kindShell
+	}
+	if scanners.IsBinary(head) {
+		return kindNone
+	}
+	if len(head) > 2 && head[0] == '#' && head[1] == '!' {
+		first, _, _ := strings.Cut(string(head[:min(len(head), 128)]), "\n")
+		switch {
+		case strings.Contains(first, "python"):
+			return kindPython
+		case strings.Contains(first, "sh"): // sh, bash, zsh, dash, ksh
+			return kindShell
+		}
+	}
+	if bytes.HasPrefix(head, []byte("#SBATCH")) || bytes.Contains(head, []byte("\n#SBATCH")) {
+		return kindShell
+	}
+	return kindNone
+}
+
+func containsFold(b []byte, s string) bool {
+	return strings.Contains(strings.ToLower(string(b)), s)
+}
+
+// Wants says whether the artifact is an input the pins check reads.
+func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
+	return classify(a, head) != kindNone
+}
+
+// Scan examines one artifact.
+func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	head := make([]byte, min(c.Size(), scanners.HeadSize))
+	if _, err := c.ReadAt(head, 0); err != nil && len(head) > 0 && int64(len(head)) < c.Size() {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	k := classify(a, head)
+	if k == kindNone {
+		return nil, nil
+	}
+	data, truncated, err := scanners.ReadAll(c, maxInput)
+	if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	out := &sink{a: a, seen: map[string]bool{}}
+	r := out.whole()
+	if truncated {
+		r.add(ruleUnparsed, 0, "", fmt.Sprintf("only the first %d bytes of this %d-byte file were checked for pins; split it or check the rest by hand", maxInput, c.Size()))
+	}
+	s.scanKind(ctx, k, a, data, r)
+	return out.list, nil
+}
+
+// scanKind runs the parser for kind k on data.
+func (s *Scanner) scanKind(ctx context.Context, k kind, a *scanners.Artifact, data []byte, r *rep) {
+	switch k {
+	case kindDockerfile:
+		scanDockerfile(data, r)
+	case kindShell:
+		scanShellFile(data, r, isSbatch(a, data))
+	case kindRequirements:
+		s.scanRequirementsFile(ctx, a, data, r)
+	case kindPyproject:
+		s.scanPyproject(a, data, r)
+	case kindConda:
+		scanConda(data, r)
+	case kindYAML:
+		scanYAML(a, data, r)
+	case kindPython:
+		scanPython(data, r)
+	case kindApptainer:
+		scanApptainerDef(data, r)
+	case kindImageConfig:
+		scanImageConfig(data, r)
+	case kindNotebook:
+		scanNotebook(data, r)
+	}
+}
+
+func isSbatch(a *scanners.Artifact, data []byte) bool {
+	ext := path.Ext(scanners.Base(a.Path))
+	return ext == ".sbatch" || ext == ".slurm" || strings.Contains(string(data[:min(len(data), 64<<10)]), "#SBATCH")
+}
+
+// sink collects one artifact's findings, once each.
+type sink struct {
+	a    *scanners.Artifact
+	list []scanners.Finding
+	seen map[string]bool
+}
+
+// rep reports findings into a sink, mapping parser lines to artifact lines:
+// a shell script embedded in a Dockerfile RUN, a YAML run: block or an image
+// history entry reports at the line of its host file.
+type rep struct {
+	s *sink
+	// line maps a 1-based line of the parsed text to the artifact's line; nil
+	// means identity.
+	line func(int) int
+	// where is appended to messages ("in image history entry 3").
+	where string
+}
+
+func (s *sink) whole() *rep { return &rep{s: s} }
+
+// sub returns a reporter for text embedded in the artifact: line 1 of the
+// text is artifact line first, or every line is 0 when first is 0.
+func (r *rep) sub(first int, where string) *rep {
+	parent := r
+	return &rep{s: r.s, where: strings.TrimSpace(r.where + " " + where), line: func(l int) int {
+		if first <= 0 {
+			return 0
+		}
+		return parent.mapLine(first + l - 1)
+	}}
+}
+
+// subMap returns a reporter whose lines go through m first.
+func (r *rep) subMap(m func(int) int) *rep {
+	parent := r
+	return &rep{s: r.s, where: r.where, line: func(l int) int { return parent.mapLine(m(l)) }}
+}
+
+func (r *rep) mapLine(l int) int {
+	if r.line == nil {
+		return l
+	}
+	return r.line(l)
+}
+
+// add records one finding. evidence is what was matched (a reference, a
+// requirement); msg says what, why and how to fix it.
+func (r *rep) add(rule scanners.Rule, line int, evidence, msg string) {
+	line = r.mapLine(line)
+	if r.where != "" {
+		msg += " (" + r.where + ")"
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%s\x00%s", rule.ID, line, evidence, msg)
+	if r.s.seen[key] {
+		return
+	}
+	r.s.seen[key] = true
+	f := scanners.At(r.s.a, rule, line, msg)
+	f.Evidence = evidence
+	r.s.list = append(r.s.list, f)
+}

@@ -1,0 +1,469 @@
+package pins
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A small Python tokenizer: enough to find calls and their keyword
+// arguments with line numbers. Written by hand because no maintained Go
+// library parses Python 3 source; it never evaluates anything.
+
+type pyTokKind int
+
+const (
+	pyName pyTokKind = iota
+	pyStr
+	pyNumber
+	pyOp
+	pyNewline // end of a logical line
+)
+
+type pyTok struct {
+	kind pyTokKind
+	val  string // a string's content (dyn when it is an f-string with fields)
+	dyn  bool
+	line int
+}
+
+// maxPyTokens bounds the tokens read from one file (about 40 MiB).
+const maxPyTokens = 1 << 20
+
+func pyTokenize(src []byte) []pyTok {
+	var toks []pyTok
+	line, depth := 1, 0
+	s := string(src)
+	i := 0
+	for i < len(s) && len(toks) < maxPyTokens {
+		c := s[i]
+		switch {
+		case c == '\n':
+			if depth == 0 && len(toks) > 0 && toks[len(toks)-1].kind != pyNewline {
+				toks = append(toks, pyTok{kind: pyNewline, line: line})
+			}
+			line++
+			i++
+		case c == ' ' || c == '\t' || c == '\r' || c == '\f':
+			i++
+		case c == '\\' && i+1 < len(s) && s[i+1] == '\n':
+			line++
+			i += 2
+		case c == '#':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		case isIdentStart(c):
+			j := i
+			for j < len(s) && (isIdentStart(s[j]) || s[j] >= '0' && s[j] <= '9') {
+				j++
+			}
+			word := s[i:j]
+			if j < len(s) && (s[j] == '"' || s[j] == '\'') && len(word) <= 2 && strings.Trim(strings.ToLower(word), "rbuf") == "" {
+				tok, n, nl := pyString(s[j:], strings.ToLower(word))
+				tok.line = line
+				toks = append(toks, tok)
+				line += nl
+				i = j + n
+				continue
+			}
+			toks = append(toks, pyTok{kind: pyName, val: word, line: line})
+			i = j
+		case c == '"' || c == '\'':
+			tok, n, nl := pyString(s[i:], "")
+			tok.line = line
+			toks = append(toks, tok)
+			line += nl
+			i += n
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(s) && (isIdentStart(s[j]) || s[j] >= '0' && s[j] <= '9' || s[j] == '.') {
+				j++
+			}
+			toks = append(toks, pyTok{kind: pyNumber, val: s[i:j], line: line})
+			i = j
+		default:
+			op := s[i : i+1]
+			if i+1 < len(s) && pyOps2[s[i:i+2]] {
+				op = s[i : i+2]
+			}
+			switch op {
+			case "(", "[", "{":
+				depth++
+			case ")", "]", "}":
+				if depth > 0 {
+					depth--
+				}
+			case ";":
+				if depth == 0 {
+					toks = append(toks, pyTok{kind: pyNewline, line: line})
+					i++
+					continue
+				}
+			}
+			toks = append(toks, pyTok{kind: pyOp, val: op, line: line})
+			i += len(op)
+		}
+	}
+	return toks
+}
+
+var pyOps2 = map[string]bool{
+	"==": true, "!=": true, "<=": true, ">=": true, "**": true, "//": true, "->": true, ":=": true,
+	"+=": true, "-=": true, "*=": true, "/=": true, "%=": true, "&=": true, "|=": true, "^=": true, "@=": true,
+	"<<": true, ">>": true,
+}
+
+func isIdentStart(c byte) bool {
+	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c >= 0x80
+}
+
+// pyString reads a string literal at the start of s with the given prefix
+// already consumed; it returns the token, the bytes used and the newlines
+// inside.
+func pyString(s, prefix string) (pyTok, int, int) {
+	q := s[:1]
+	if strings.HasPrefix(s, q+q+q) {
+		q = q + q + q
+	}
+	raw := strings.Contains(prefix, "r")
+	var b strings.Builder
+	i := len(q)
+	nl := 0
+	for i < len(s) {
+		if strings.HasPrefix(s[i:], q) {
+			i += len(q)
+			break
+		}
+		c := s[i]
+		if c == '\n' {
+			nl++
+			if len(q) == 1 {
+				i++
+				break // unterminated
+			}
+		}
+		if c == '\\' && i+1 < len(s) {
+			if s[i+1] == '\n' {
+				nl++
+			}
+			if raw {
+				b.WriteByte(c)
+			}
+			b.WriteByte(s[i+1])
+			i += 2
+			continue
+		}
+		b.WriteByte(c)
+		i++
+	}
+	v := b.String()
+	return pyTok{kind: pyStr, val: v, dyn: strings.Contains(prefix, "f") && strings.Contains(v, "{")}, i, nl
+}
+
+// pyValue is an argument's value as far as the check can tell.
+type pyValue struct {
+	str             string
+	isStr           bool // a string literal, or a name bound to one
+	name            string
+	isTrue, isFalse bool
+	line            int
+	list            []string // a list or tuple of string literals
+	isList          bool
+}
+
+type pyCall struct {
+	callee string // dotted name
+	line   int
+	pos    []pyValue
+	kw     map[string]pyValue
+	starKW bool // **kwargs: keywords we cannot see
+}
+
+// pyCalls finds every call of a dotted name and its arguments.
+func pyCalls(toks []pyTok) []pyCall {
+	vars := map[string]string{}
+	// NAME = "string" at the start of a logical line.
+	for i := 0; i+3 < len(toks); i++ {
+		if (i == 0 || toks[i-1].kind == pyNewline) && toks[i].kind == pyName && toks[i+1].kind == pyOp && toks[i+1].val == "=" &&
+			toks[i+2].kind == pyStr && !toks[i+2].dyn && (toks[i+3].kind == pyNewline) {
+			vars[toks[i].val] = toks[i+2].val
+		}
+	}
+	var calls []pyCall
+	for i := 1; i < len(toks); i++ {
+		if toks[i].kind != pyOp || toks[i].val != "(" || toks[i-1].kind != pyName {
+			continue
+		}
+		j := i - 1
+		for j >= 2 && toks[j-1].kind == pyOp && toks[j-1].val == "." && toks[j-2].kind == pyName {
+			j -= 2
+		}
+		if j > 0 && toks[j-1].kind == pyName && (toks[j-1].val == "def" || toks[j-1].val == "class") {
+			continue
+		}
+		var name strings.Builder
+		for k := j; k < i; k++ {
+			name.WriteString(toks[k].val)
+		}
+		c := pyCall{callee: name.String(), line: toks[i-1].line, kw: map[string]pyValue{}}
+		// Split the arguments at top-level commas.
+		depth, start := 0, i+1
+		k := i + 1
+		for ; k < len(toks); k++ {
+			t := toks[k]
+			if t.kind != pyOp {
+				continue
+			}
+			switch t.val {
+			case "(", "[", "{":
+				depth++
+			case ")", "]", "}":
+				if depth == 0 {
+					c.addArg(toks[start:k], vars)
+					k = len(toks) + 1
+				} else {
+					depth--
+				}
+			case ",":
+				if depth == 0 {
+					c.addArg(toks[start:k], vars)
+					start = k + 1
+				}
+			}
+			if k > len(toks) {
+				break
+			}
+		}
+		calls = append(calls, c)
+	}
+	return calls
+}
+
+func (c *pyCall) addArg(ts []pyTok, vars map[string]string) {
+	if len(ts) == 0 {
+		return
+	}
+	if ts[0].kind == pyOp && ts[0].val == "**" {
+		c.starKW = true
+		return
+	}
+	if len(ts) >= 2 && ts[0].kind == pyName && ts[1].kind == pyOp && ts[1].val == "=" {
+		c.kw[ts[0].val] = pyVal(ts[2:], vars)
+		return
+	}
+	c.pos = append(c.pos, pyVal(ts, vars))
+}
+
+func pyVal(ts []pyTok, vars map[string]string) pyValue {
+	if len(ts) == 0 {
+		return pyValue{}
+	}
+	v := pyValue{line: ts[0].line}
+	allStr := true
+	var b strings.Builder
+	for _, t := range ts {
+		if t.kind != pyStr || t.dyn {
+			allStr = false
+			break
+		}
+		b.WriteString(t.val)
+	}
+	if l, ok := pyStrList(ts); ok {
+		v.list, v.isList = l, true
+	}
+	switch {
+	case allStr:
+		v.str, v.isStr = b.String(), true
+	case len(ts) == 1 && ts[0].kind == pyName:
+		v.name = ts[0].val
+		switch ts[0].val {
+		case "True":
+			v.isTrue = true
+		case "False", "None":
+			v.isFalse = true
+		default:
+			if s, ok := vars[ts[0].val]; ok {
+				v.str, v.isStr = s, true
+			}
+		}
+	}
+	return v
+}
+
+// pyStrList reads ["a", "b"] or ("a", "b").
+func pyStrList(ts []pyTok) ([]string, bool) {
+	if len(ts) < 2 || ts[0].kind != pyOp || ts[len(ts)-1].kind != pyOp ||
+		!(ts[0].val == "[" && ts[len(ts)-1].val == "]" || ts[0].val == "(" && ts[len(ts)-1].val == ")") {
+		return nil, false
+	}
+	var out []string
+	for i, t := range ts[1 : len(ts)-1] {
+		switch {
+		case i%2 == 0 && t.kind == pyStr && !t.dyn:
+			out = append(out, t.val)
+		case i%2 == 1 && t.kind == pyOp && t.val == ",":
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func (c *pyCall) arg(i int, kw string) (pyValue, bool) {
+	if v, ok := c.kw[kw]; ok {
+		return v, true
+	}
+	if i >= 0 && i < len(c.pos) {
+		return c.pos[i], true
+	}
+	return pyValue{}, false
+}
+
+// calleeIs reports whether the dotted callee is name or ends in .name.
+func calleeIs(callee, name string) bool {
+	return callee == name || strings.HasSuffix(callee, "."+name)
+}
+
+// hubID reports whether s names a Hub repository ("org/name" or "name")
+// rather than a local path.
+func hubID(s string) bool {
+	if s == "" || strings.ContainsAny(s[:1], "./~\\$") || strings.ContainsAny(s, " \\:") || strings.Count(s, "/") > 1 {
+		return false
+	}
+	return true
+}
+
+// datasetBuilders are load_dataset names that read local or given files.
+var datasetBuilders = map[string]bool{
+	"csv": true, "json": true, "parquet": true, "text": true, "imagefolder": true, "audiofolder": true,
+	"videofolder": true, "arrow": true, "pandas": true, "webdataset": true, "sql": true, "xml": true, "generator": true,
+}
+
+// scanPython checks Hugging Face and torch loading calls, and the shell
+// commands a script runs through os.system and subprocess.
+func scanPython(data []byte, r *rep) {
+	st := newShellState()
+	defer st.finish()
+	scanPythonCalls(data, r, st)
+}
+
+func scanPythonCalls(data []byte, r *rep, st *shellState) {
+	toks := pyTokenize(data)
+	if len(toks) >= maxPyTokens {
+		r.add(ruleUnparsed, toks[len(toks)-1].line, "", fmt.Sprintf("only the first %d Python tokens (to this line) were checked for pins; the rest of this unusually large file was not", maxPyTokens))
+	}
+	for _, c := range pyCalls(toks) {
+		pyShell(c, r, st)
+		if v, ok := c.kw["trust_remote_code"]; ok && v.isTrue {
+			r.add(ruleTrustRemoteCode, c.line, c.callee+"(trust_remote_code=True)", fmt.Sprintf("%s(…, trust_remote_code=True) runs Python code from the model's hub repository with your credentials and GPUs; avoid it, or review that code and pin the same call to revision=\"<40-hex commit>\"", c.callee))
+		}
+		switch {
+		case calleeIs(c.callee, "from_pretrained"):
+			if v, ok := c.arg(0, "pretrained_model_name_or_path"); ok {
+				hubRevision(r, c, v, "model")
+			}
+		case c.callee == "pipeline" || c.callee == "transformers.pipeline":
+			v, ok := c.arg(1, "model")
+			if !ok && !c.starKW && len(c.pos)+len(c.kw) > 0 {
+				task, _ := c.arg(0, "task")
+				if task.isStr {
+					r.add(ruleHFRevision, c.line, "pipeline("+task.str+")", fmt.Sprintf("pipeline(%q) has no model=, so it downloads the task's default model from its main branch, which can change; name the model and pin it: pipeline(%q, model=\"org/name\", revision=\"<40-hex commit>\")", task.str, task.str))
+				}
+				continue
+			}
+			hubRevision(r, c, v, "model")
+		case calleeIs(c.callee, "hf_hub_download") || calleeIs(c.callee, "snapshot_download"):
+			if v, ok := c.arg(0, "repo_id"); ok {
+				hubRevision(r, c, v, "repository")
+			}
+		case calleeIs(c.callee, "load_dataset"):
+			if v, ok := c.arg(0, "path"); ok && !datasetBuilders[v.str] {
+				hubRevision(r, c, v, "dataset")
+			}
+		case c.callee == "torch.hub.load" || c.callee == "hub.load":
+			torchHub(r, c)
+		case c.callee == "torch.load":
+			if c.starKW {
+				continue
+			}
+			if v, ok := c.kw["weights_only"]; !ok || !v.isTrue {
+				r.add(ruleTorchLoadUnsafe, c.line, "torch.load", "torch.load(…) without weights_only=True unpickles the file, so a crafted checkpoint runs code when loaded (torch before 2.6 defaults to the unsafe mode); pass weights_only=True, or save weights as safetensors and load them with safetensors.torch.load_file")
+			}
+		case calleeIs(c.callee, "load_state_dict_from_url") || calleeIs(c.callee, "download_url_to_file"):
+			kw := "check_hash"
+			if calleeIs(c.callee, "download_url_to_file") {
+				kw = "hash_prefix"
+			}
+			if v, ok := c.arg(-1, kw); !c.starKW && (!ok || v.isFalse) {
+				u, _ := c.arg(0, "url")
+				r.add(ruleDownloadNoChecksum, c.line, u.str, fmt.Sprintf("%s(…) downloads weights without %s, so a replaced file loads unnoticed; pass %s (the file name must carry the sha256 prefix), or download and verify the sha256 yourself", c.callee, kw, map[string]string{"check_hash": "check_hash=True", "hash_prefix": "hash_prefix=\"<sha256 prefix>\""}[kw]))
+			}
+		}
+	}
+}
+
+// hubRevision reports a Hub download of repo v without a commit revision.
+func hubRevision(r *rep, c pyCall, v pyValue, what string) {
+	if !v.isStr || !hubID(v.str) || c.starKW {
+		return // a variable or a local path: cannot tell
+	}
+	if lf, ok := c.kw["local_files_only"]; ok && lf.isTrue {
+		return
+	}
+	rev, ok := c.kw["revision"]
+	switch {
+	case !ok:
+		r.add(ruleHFRevision, c.line, v.str, fmt.Sprintf("%s(%q) has no revision=, so it fetches the %s's main branch, which its owner (or whoever takes over the account) can change; pin the commit: revision=\"<40-hex commit>\"", c.callee, v.str, what))
+	case rev.isStr && !isCommit(rev.str):
+		r.add(ruleHFRevision, c.line, v.str, fmt.Sprintf("%s(%q, revision=%q) names a branch or tag, which can move; pin the commit: revision=\"<40-hex commit>\"", c.callee, v.str, rev.str))
+	}
+}
+
+func torchHub(r *rep, c pyCall) {
+	if src, ok := c.kw["source"]; ok && src.isStr && src.str == "local" {
+		return
+	}
+	v, ok := c.arg(0, "repo_or_dir")
+	if !ok || !v.isStr {
+		return
+	}
+	repo, ref, hasRef := strings.Cut(v.str, ":")
+	if hasRef && isCommit(ref) {
+		return
+	}
+	what := "the default branch"
+	if hasRef {
+		what = fmt.Sprintf("ref %q, which can move", ref)
+	}
+	r.add(ruleTorchHubUnpinned, c.line, v.str, fmt.Sprintf("torch.hub.load(%q) downloads and runs hubconf.py from %s; pin the commit: torch.hub.load(\"%s:<40-hex commit>\", …, trust_repo=False)", v.str, what, repo))
+}
+
+// pyShell checks the commands run by os.system("…"), subprocess.*("…",
+// shell=True) and subprocess.*(["pip", "install", …]).
+func pyShell(c pyCall, r *rep, st *shellState) {
+	var sub bool
+	switch c.callee {
+	case "os.system", "os.popen":
+	case "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output", "subprocess.Popen":
+		sub = true
+	default:
+		return
+	}
+	v, ok := c.arg(0, "args")
+	if !ok {
+		return
+	}
+	sc := &shellScan{st: st, r: r}
+	switch {
+	case v.isList && sub:
+		argv := make([]arg, len(v.list))
+		for i, s := range v.list {
+			argv[i] = arg{s: s}
+		}
+		if len(argv) > 0 {
+			sc.command(argv, c.line)
+		}
+	case v.isStr:
+		sc.nested(v.str, v.line, "")
+	}
+}

@@ -1,0 +1,138 @@
+package pins
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// testRegistry starts go-containerregistry's registry in process on
+// 127.0.0.1 and pushes one random image under each tag; it returns the host
+// and the digest.
+func testRegistry(t *testing.T, tags ...string) (string, string) {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	return host, pushRandom(t, host, tags...)
+}
+
+func pushRandom(t *testing.T, host string, tags ...string) string {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range tags {
+		ref, err := name.ParseReference(host + "/" + tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(ref, img); err != nil {
+			t.Fatalf("push %s: %v", ref, err)
+		}
+	}
+	return d.String()
+}
+
+func TestRewrite(t *testing.T) {
+	host, d := testRegistry(t, "ml/pytorch:24.01", "ml/base:1", "ml/tool:2")
+	testRewrite(t, host, d)
+}
+
+// TestRewriteRealRegistry runs the same against the registry that
+// .ci/registry.sh starts (MLWARDEN_TEST_REGISTRY=127.0.0.1:PORT).
+func TestRewriteRealRegistry(t *testing.T) {
+	host := os.Getenv("MLWARDEN_TEST_REGISTRY")
+	if host == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("MLWARDEN_TEST_REGISTRY is not set: source .ci/registry.sh first")
+		}
+		t.Skip("MLWARDEN_TEST_REGISTRY not set (source .ci/registry.sh to run against a real registry)")
+	}
+	d := pushRandom(t, host, "ml/pytorch:24.01", "ml/base:1", "ml/tool:2")
+	testRewrite(t, host, d)
+}
+
+func testRewrite(t *testing.T, host, d string) {
+	H := host
+	cases := []struct{ name, file, in, want string }{
+		{"dockerfile", "Dockerfile",
+			"# syntax=docker/dockerfile:1\nARG BASE=" + H + "/ml/base:1\nFROM ${BASE} AS build\nRUN echo hi   # keep me\nFROM --platform=linux/amd64 " + H + "/ml/pytorch:24.01 AS final\nCOPY --from=build /a /a\nCOPY --from=" + H + "/ml/tool:2 /t /t\nFROM scratch\n",
+			"# syntax=docker/dockerfile:1\nARG BASE=" + H + "/ml/base:1@" + d + "\nFROM ${BASE} AS build\nRUN echo hi   # keep me\nFROM --platform=linux/amd64 " + H + "/ml/pytorch:24.01@" + d + " AS final\nCOPY --from=build /a /a\nCOPY --from=" + H + "/ml/tool:2@" + d + " /t /t\nFROM scratch\n"},
+		{"already pinned untouched", "Dockerfile", "FROM " + H + "/ml/base:1@" + d + "\n", "FROM " + H + "/ml/base:1@" + d + "\n"},
+		{"kubernetes", "k8s/job.yaml",
+			"apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n      containers:\n        - name: a # comment\n          image: \"" + H + "/ml/pytorch:24.01\"   # quoted\n        - name: b\n          image: &i " + H + "/ml/base:1\n      initContainers:\n        - {name: c, image: *i}\n",
+			"apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n      containers:\n        - name: a # comment\n          image: \"" + H + "/ml/pytorch:24.01@" + d + "\"   # quoted\n        - name: b\n          image: &i " + H + "/ml/base:1@" + d + "\n      initContainers:\n        - {name: c, image: *i}\n"},
+		{"sbatch", "train.sbatch",
+			"#!/bin/bash\n#SBATCH --container-image=" + strings.Replace(H, ":", ":", 1) + "#ml/pytorch:24.01\nIMG=" + H + "#ml/base:1\nsrun --container-image \"$IMG\" python t.py\nsrun --container-image=" + H + "#ml/tool:2 \\\n  true\napptainer pull docker://" + H + "/ml/base:1\n",
+			"#!/bin/bash\n#SBATCH --container-image=" + H + "#ml/pytorch@" + d + "\nIMG=" + H + "#ml/base@" + d + "\nsrun --container-image \"$IMG\" python t.py\nsrun --container-image=" + H + "#ml/tool@" + d + " \\\n  true\napptainer pull docker://" + H + "/ml/base@" + d + "\n"},
+		{"workflow", ".github/workflows/ci.yml",
+			"jobs:\n  a:\n    container: " + H + "/ml/base:1\n    steps:\n      - uses: docker://" + H + "/ml/tool:2\n",
+			"jobs:\n  a:\n    container: " + H + "/ml/base:1@" + d + "\n    steps:\n      - uses: docker://" + H + "/ml/tool:2@" + d + "\n"},
+	}
+	resolve := RegistryResolver()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := Rewrite(context.Background(), c.file, []byte(c.in), resolve)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(res.Data); got != c.want {
+				t.Errorf("got:\n%s\nwant:\n%s\ndiff:\n%s", got, c.want, UnifiedDiff(c.file, []byte(c.want), res.Data))
+			}
+			// Pinning twice changes nothing more.
+			again, err := Rewrite(context.Background(), c.file, res.Data, resolve)
+			if err != nil || string(again.Data) != string(res.Data) || len(again.Edits) != 0 {
+				t.Errorf("second pass changed the file: %v %v", again.Edits, err)
+			}
+		})
+	}
+	// A tag the registry does not have is an error, and the rest still pins.
+	res, err := Rewrite(context.Background(), "Dockerfile", []byte("FROM "+H+"/ml/none:1\nFROM "+H+"/ml/base:1\n"), resolve)
+	if err == nil || !strings.Contains(err.Error(), "ml/none:1") {
+		t.Errorf("missing tag: err = %v", err)
+	}
+	if res == nil || len(res.Edits) != 1 {
+		t.Errorf("missing tag: edits = %+v", res)
+	}
+}
+
+func TestRewriteRefusesPlainHTTP(t *testing.T) {
+	// 10.0.0.1 is a private address go-containerregistry would reach over
+	// HTTP; without --insecure-registry the guard refuses before dialing.
+	_, err := RegistryResolver()(context.Background(), "10.255.255.1:5000/x:1")
+	if err == nil || !strings.Contains(err.Error(), "refusing plain HTTP") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestRewriteNotRewritable(t *testing.T) {
+	_, err := Rewrite(context.Background(), "notes.md", []byte("FROM x"), nil)
+	if !errors.Is(err, ErrNotRewritable) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestUnifiedDiff(t *testing.T) {
+	old := "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n"
+	nw := strings.Replace(old, "b\n", "B\n", 1)
+	want := "--- a/f\n+++ b/f\n@@ -1,5 +1,5 @@\n a\n-b\n+B\n c\n d\n e\n"
+	if got := UnifiedDiff("f", []byte(old), []byte(nw)); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}

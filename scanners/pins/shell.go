@@ -1,0 +1,866 @@
+package pins
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// arg is one shell word after quote removal and variable resolution. dyn
+// says part of it came from something we could not resolve (an unknown
+// variable, a command substitution), shown as ${NAME} or $(…).
+type arg struct {
+	s   string
+	dyn bool
+	w   *syntax.Word // nil for arguments that did not come from shell (JSON RUN)
+}
+
+// shellState is what a script learns as it runs, shared by the texts it
+// embeds (heredocs, sh -c strings, the RUN lines of one Dockerfile).
+type shellState struct {
+	env       map[string]string
+	downloads []*download
+	clones    []*clone
+	// fetchedCommit is set after "git fetch REMOTE <commit>", so that
+	// "git checkout FETCH_HEAD" counts as a pinned checkout.
+	fetchedCommit bool
+	depth         int
+
+	// sites, when non-nil, collects where image references are written so
+	// that Rewrite can pin them; envSites remembers literal assignments.
+	sites    *[]imageSite
+	envSites map[string]imageSite
+}
+
+// imageSite is where an image reference is written in a file.
+type imageSite struct {
+	start, end int // byte range of the reference as written
+	line       int
+	written    string // the reference as written
+	// pyxis says the reference is in Enroot/Pyxis syntax; digestOnly that
+	// its consumer does not accept name:tag@digest (Enroot, Apptainer).
+	pyxis, digestOnly bool
+}
+
+type download struct {
+	file     string // "" when written to standard output
+	url      string
+	line     int
+	r        *rep
+	data     bool // weights, datasets, archives
+	verified bool
+	executed bool
+}
+
+type clone struct {
+	dir, url, ref string
+	line          int
+	r             *rep
+	pinned        bool
+}
+
+func newShellState() *shellState { return &shellState{env: map[string]string{}} }
+
+// shellScan parses one shell text and reports into r.
+type shellScan struct {
+	st     *shellState
+	r      *rep
+	src    []byte
+	sbatch bool
+	// dockerfile makes a bare heredoc ("RUN <<EOF") a script, as BuildKit runs it.
+	dockerfile bool
+	// root says src is the file itself, so byte offsets are the file's.
+	root bool
+}
+
+// maxShellDepth bounds nesting of sh -c strings and heredocs.
+const maxShellDepth = 8
+
+// scanShellFile checks a whole shell or sbatch script.
+func scanShellFile(data []byte, r *rep, sbatch bool) {
+	st := newShellState()
+	sc := &shellScan{st: st, r: r, src: data, sbatch: sbatch, root: true}
+	sc.run()
+	st.finish()
+}
+
+// site records where the image value is written inside argument a, for
+// Rewrite. A reference that comes whole from an earlier literal assignment
+// (IMG=...; srun --container-image "$IMG") is recorded at the assignment.
+func (sc *shellScan) site(a arg, value string, ln int, pyxis, digestOnly bool) {
+	if sc.st.sites == nil || !sc.root || a.w == nil || value == "" {
+		return
+	}
+	var pe *syntax.ParamExp
+	n := 0
+	syntax.Walk(a.w, func(node syntax.Node) bool {
+		switch p := node.(type) {
+		case *syntax.ParamExp:
+			pe = p
+			n++
+		case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.ArithmExp:
+			n += 2
+		}
+		return true
+	})
+	if n > 0 {
+		if n != 1 || pe.Param == nil || pe.Exp != nil {
+			return
+		}
+		if es, ok := sc.st.envSites[pe.Param.Value]; ok && es.written == value {
+			es.pyxis, es.digestOnly = pyxis, digestOnly
+			*sc.st.sites = append(*sc.st.sites, es)
+		}
+		return
+	}
+	off := int(a.w.Pos().Offset())
+	raw := string(sc.src[off:a.w.End().Offset()])
+	if strings.Count(raw, value) != 1 {
+		return // escapes or quotes split it: leave it alone
+	}
+	i := strings.Index(raw, value)
+	*sc.st.sites = append(*sc.st.sites, imageSite{start: off + i, end: off + i + len(value), line: ln, written: value, pyxis: pyxis, digestOnly: digestOnly})
+}
+
+func parseShell(src []byte) (*syntax.File, error) {
+	p := syntax.NewParser(syntax.KeepComments(true), syntax.Variant(syntax.LangBash))
+	return p.Parse(bytes.NewReader(src), "")
+}
+
+// run parses sc.src and walks it in source order. It reports whether the text
+// parsed.
+func (sc *shellScan) run() bool {
+	f, err := parseShell(sc.src)
+	if err != nil {
+		line := 0
+		var pe syntax.ParseError
+		if errors.As(err, &pe) {
+			line = int(pe.Pos.Line())
+		}
+		sc.r.add(ruleUnparsed, line, "", fmt.Sprintf("shell syntax could not be parsed (%v), so the commands in it were not checked for pins; fix the syntax", err))
+		return false
+	}
+	if sc.sbatch {
+		sc.sbatchDirectives(f)
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			sc.heredocs(n)
+		case *syntax.CallExpr:
+			sc.call(n)
+		case *syntax.DeclClause:
+			sc.decl(n)
+		case *syntax.BinaryCmd:
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				sc.pipe(n)
+			}
+		}
+		return true
+	})
+	return true
+}
+
+func line(p syntax.Pos) int { return int(p.Line()) }
+
+// nested checks a shell text embedded at line first of this text (an sh -c
+// string, a heredoc).
+func (sc *shellScan) nested(text string, first int, where string) {
+	if sc.st.depth >= maxShellDepth {
+		return
+	}
+	sc.st.depth++
+	defer func() { sc.st.depth-- }()
+	child := &shellScan{st: sc.st, r: sc.r.sub(first, where), src: []byte(text)}
+	child.run()
+}
+
+// --- words ---
+
+func (sc *shellScan) word(w *syntax.Word) arg {
+	var b strings.Builder
+	dyn := false
+	sc.parts(w.Parts, &b, &dyn, false)
+	return arg{s: b.String(), dyn: dyn, w: w}
+}
+
+func (sc *shellScan) words(ws []*syntax.Word) []arg {
+	out := make([]arg, len(ws))
+	for i, w := range ws {
+		out[i] = sc.word(w)
+	}
+	return out
+}
+
+func (sc *shellScan) parts(ps []syntax.WordPart, b *strings.Builder, dyn *bool, quoted bool) {
+	for _, p := range ps {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescapeLit(p.Value, quoted))
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			sc.parts(p.Parts, b, dyn, true)
+		case *syntax.ParamExp:
+			v, ok := sc.param(p)
+			if !ok {
+				*dyn = true
+			}
+			b.WriteString(v)
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			*dyn = true
+			b.WriteString("$(…)")
+		default:
+			*dyn = true
+			b.WriteString("${…}")
+		}
+	}
+}
+
+// unescapeLit removes backslash escapes as the shell would.
+func unescapeLit(s string, quoted bool) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 == len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		n := s[i+1]
+		switch {
+		case n == '\n':
+			i++
+		case !quoted || strings.IndexByte("$`\"\\", n) >= 0:
+			b.WriteByte(n)
+			i++
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// param resolves $NAME, ${NAME} and ${NAME:-default} from earlier
+// assignments; anything else is unresolved.
+func (sc *shellScan) param(p *syntax.ParamExp) (string, bool) {
+	if p.Param == nil || p.Excl || p.Length || p.Width || p.Index != nil || p.Slice != nil || p.Repl != nil || p.NestedParam != nil {
+		return "${…}", false
+	}
+	name := p.Param.Value
+	v, ok := sc.st.env[name]
+	if p.Exp != nil {
+		switch p.Exp.Op {
+		case syntax.DefaultUnset, syntax.DefaultUnsetOrNull:
+			if ok && (v != "" || p.Exp.Op == syntax.DefaultUnset) {
+				return v, true
+			}
+			if p.Exp.Word == nil {
+				return "", true
+			}
+			a := sc.word(p.Exp.Word)
+			return a.s, !a.dyn
+		default:
+			return "${" + name + "}", false
+		}
+	}
+	if !ok {
+		return "${" + name + "}", false
+	}
+	return v, true
+}
+
+// --- assignments ---
+
+func (sc *shellScan) assign(as *syntax.Assign, ln int) {
+	if as.Name == nil || as.Naked && as.Value == nil {
+		return
+	}
+	name := as.Name.Value
+	if as.Array != nil || as.Index != nil {
+		delete(sc.st.env, name)
+		return
+	}
+	val := arg{}
+	if as.Value != nil {
+		val = sc.word(as.Value)
+	}
+	sc.envVar(name, val, ln)
+	if sc.st.sites != nil && sc.root {
+		delete(sc.st.envSites, name)
+		if as.Value != nil && !val.dyn && !as.Append && val.s != "" {
+			off := int(as.Value.Pos().Offset())
+			raw := string(sc.src[off:as.Value.End().Offset()])
+			if strings.Count(raw, val.s) == 1 {
+				i := strings.Index(raw, val.s)
+				sc.st.envSites[name] = imageSite{start: off + i, end: off + i + len(val.s), line: ln, written: val.s}
+			}
+		}
+	}
+	if val.dyn {
+		delete(sc.st.env, name)
+		return
+	}
+	if as.Append {
+		sc.st.env[name] += val.s
+		return
+	}
+	sc.st.env[name] = val.s
+}
+
+// envVar reports environment variables that change where packages come from.
+func (sc *shellScan) envVar(name string, val arg, ln int) {
+	envExtraIndex(sc.r, name, val.s, ln)
+}
+
+func envExtraIndex(r *rep, name, val string, ln int) {
+	switch name {
+	case "PIP_EXTRA_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_INDEX":
+		r.add(ruleExtraIndex, ln, name+"="+val, fmt.Sprintf("%s adds a second package index (%q): pip and uv may take a same-named package from whichever index serves the higher version (dependency confusion, as in the 2022 torchtriton incident); use one index that proxies the public one, or pin every package with --hash", name, val))
+	}
+}
+
+func (sc *shellScan) decl(d *syntax.DeclClause) {
+	for _, as := range d.Args {
+		sc.assign(as, line(as.Pos()))
+	}
+}
+
+// --- commands ---
+
+func (sc *shellScan) call(c *syntax.CallExpr) {
+	ln := line(c.Pos())
+	if len(c.Args) == 0 {
+		for _, as := range c.Assigns {
+			sc.assign(as, ln)
+		}
+		return
+	}
+	for _, as := range c.Assigns {
+		if as.Name != nil && as.Value != nil {
+			sc.envVar(as.Name.Value, sc.word(as.Value), ln)
+		}
+	}
+	sc.command(sc.words(c.Args), ln)
+}
+
+// prog is the base name of a command word.
+func prog(a arg) string { return path.Base(a.s) }
+
+func isShell(p string) bool {
+	switch p {
+	case "sh", "bash", "zsh", "dash", "ksh", "ash", "busybox":
+		return true
+	}
+	return false
+}
+
+func isPython(p string) bool {
+	return p == "python" || strings.HasPrefix(p, "python2") || strings.HasPrefix(p, "python3")
+}
+
+func isInterpreter(p string) bool {
+	switch p {
+	case "perl", "ruby", "node", "php", "pwsh", "source", ".", "eval":
+		return true
+	}
+	return isShell(p) || isPython(p)
+}
+
+// unwrap drops command prefixes that run the rest as a command (sudo, env,
+// exec, time, nohup, nice, timeout, stdbuf).
+func unwrap(args []arg) []arg {
+	for len(args) > 0 {
+		switch prog(args[0]) {
+		case "sudo", "doas":
+			args = skipOpts(args[1:], "u", "g", "U", "C", "D", "r", "t", "T", "p", "h")
+		case "env":
+			args = args[1:]
+			for len(args) > 0 && (strings.HasPrefix(args[0].s, "-") || strings.Contains(args[0].s, "=")) {
+				if args[0].s == "-u" || args[0].s == "-C" || args[0].s == "-S" {
+					args = args[1:]
+				}
+				if len(args) > 0 {
+					args = args[1:]
+				}
+			}
+		case "exec", "nohup", "time", "command", "builtin", "stdbuf", "chronic", "catchsegv":
+			args = skipOpts(args[1:])
+		case "nice", "ionice":
+			args = skipOpts(args[1:], "n", "c")
+		case "timeout":
+			args = skipOpts(args[1:], "s", "k")
+			if len(args) > 0 {
+				args = args[1:] // the duration
+			}
+		default:
+			return args
+		}
+	}
+	return args
+}
+
+// skipOpts drops leading options; the short options named in withValue take
+// the next word as their value.
+func skipOpts(args []arg, withValue ...string) []arg {
+	for len(args) > 0 && strings.HasPrefix(args[0].s, "-") && args[0].s != "-" {
+		o := args[0].s
+		args = args[1:]
+		if o == "--" {
+			break
+		}
+		if len(o) == 2 && len(args) > 0 {
+			for _, v := range withValue {
+				if o[1:] == v {
+					args = args[1:]
+					break
+				}
+			}
+		}
+	}
+	return args
+}
+
+// command checks one simple command, given as its words.
+func (sc *shellScan) command(all []arg, ln int) {
+	args := unwrap(all)
+	if len(args) == 0 {
+		return
+	}
+	p := prog(args[0])
+	switch {
+	case p == "srun" || p == "salloc" || p == "sbatch":
+		sc.slurmRun(args, ln)
+		return
+	case p == "pip" || p == "pip3" || strings.HasPrefix(p, "pip3."):
+		if len(args) > 1 && args[1].s == "install" {
+			sc.pipInstall(args[2:], ln, false)
+		}
+		sc.pipConfig(args[1:], ln)
+	case isPython(p):
+		for i := 1; i+2 < len(args) && strings.HasPrefix(args[i].s, "-"); i++ {
+			if args[i].s == "-m" {
+				if args[i+1].s == "pip" && args[i+2].s == "install" {
+					sc.pipInstall(args[i+3:], ln, false)
+				}
+				break
+			}
+		}
+	case p == "uv":
+		if len(args) > 2 && args[1].s == "pip" && args[2].s == "install" {
+			sc.pipInstall(args[3:], ln, true)
+		}
+	case p == "conda" || p == "mamba" || p == "micromamba":
+		if len(args) > 1 && (args[1].s == "install" || args[1].s == "create") {
+			sc.condaInstall(args[2:], ln)
+		}
+	case p == "npm" || p == "pnpm" || p == "yarn":
+		sc.npmInstall(p, args[1:], ln)
+	case p == "go":
+		if len(args) > 1 && args[1].s == "install" {
+			sc.goInstall(args[2:], ln)
+		}
+	case p == "curl" || p == "wget":
+		sc.fetch(p, args[1:], ln)
+	case p == "git":
+		sc.git(args[1:], ln)
+	case p == "apptainer" || p == "singularity":
+		for _, a := range args[1:] {
+			if strings.HasPrefix(a.s, "docker://") {
+				sc.r.imageNoTag(ln, "Apptainer image", strings.TrimPrefix(a.s, "docker://"), a.dyn, false)
+				sc.site(a, strings.TrimPrefix(a.s, "docker://"), ln, false, true)
+			}
+		}
+	case p == "enroot":
+		if len(args) > 1 && args[1].s == "import" {
+			for _, a := range args[2:] {
+				if strings.HasPrefix(a.s, "docker://") {
+					if _, local := pyxisImage(a.s); !local {
+						sc.r.imageNoTag(ln, "Enroot image", strings.TrimPrefix(a.s, "docker://"), a.dyn, true)
+						sc.site(a, strings.TrimPrefix(a.s, "docker://"), ln, true, true)
+					}
+				}
+			}
+		}
+	case p == "docker" || p == "podman" || p == "nerdctl":
+		if len(args) > 2 && args[1].s == "pull" {
+			rest := skipOpts(args[2:], "a", "q")
+			if len(rest) > 0 && !strings.HasPrefix(rest[0].s, "-") {
+				sc.r.image(ln, p+" pull", rest[0].s, rest[0].dyn)
+				sc.site(rest[0], rest[0].s, ln, false, false)
+			}
+		}
+	case p == "module" || p == "ml":
+		sc.module(p, args[1:], ln)
+	case p == "huggingface-cli" || p == "hf":
+		sc.hfDownload(args[1:], ln)
+	case p == "sha256sum" || p == "sha512sum" || p == "sha384sum" || p == "sha224sum" || p == "sha1sum" ||
+		p == "md5sum" || p == "b2sum" || p == "shasum" || p == "cksum" || p == "gpgv" || p == "minisign":
+		sc.verify(args[1:])
+	case p == "gpg" || p == "cosign" || p == "openssl":
+		for _, a := range args[1:] {
+			if a.s == "--verify" || a.s == "verify-blob" || a.s == "dgst" {
+				sc.verify(args[1:])
+				break
+			}
+		}
+	}
+	sc.execCheck(args, ln)
+}
+
+// execCheck reports a downloaded file that runs before it is verified, and
+// downloads fed straight into an interpreter by $(…) or <(…).
+func (sc *shellScan) execCheck(args []arg, ln int) {
+	p := prog(args[0])
+	if isInterpreter(p) {
+		for _, a := range args[1:] {
+			if a.w != nil && wordFetches(a.w) {
+				sc.r.add(ruleCurlPipeShell, ln, a.s, fmt.Sprintf("%s runs code fetched by a command or process substitution (%s) at once, unreviewed and unverified; download to a file, check its sha256 (echo '<sha256>  file' | sha256sum -c -), then run it", p, shorten(a.s)))
+				return
+			}
+		}
+		// sh -c 'commands', eval 'commands' and python -c 'code': check
+		// the commands too.
+		for i, a := range args[1:] {
+			j := -1
+			switch {
+			case p == "eval":
+				j = i + 1
+			case (isShell(p) || isPython(p)) && a.s == "-c":
+				j = i + 2
+			}
+			if j < 0 {
+				continue
+			}
+			if j < len(args) && args[j].w != nil && !args[j].dyn {
+				at := line(args[j].w.Pos())
+				if isPython(p) {
+					scanPythonCalls([]byte(args[j].s), sc.r.sub(at, ""), sc.st)
+				} else {
+					sc.nested(args[j].s, at, "")
+				}
+			}
+			return
+		}
+		// sh FILE / python FILE / source FILE
+		rest := skipOpts(args[1:], "m", "W", "X", "o", "O")
+		if len(rest) > 0 {
+			sc.executes(rest[0].s, ln)
+		}
+		return
+	}
+	if strings.Contains(args[0].s, "/") {
+		sc.executes(args[0].s, ln)
+	}
+}
+
+// executes reports a file run at line ln that was downloaded and not verified.
+func (sc *shellScan) executes(file string, ln int) {
+	for _, d := range sc.st.downloads {
+		if d.file == "" || !sameFile(d.file, file) {
+			continue
+		}
+		d.executed = true
+		if !d.verified {
+			sc.r.add(ruleDownloadExec, ln, file, fmt.Sprintf("%s was downloaded from %s earlier in the script and is run here without checksum verification: whatever the server returned runs; verify it first: echo '<sha256>  %s' | sha256sum -c -", file, d.url, file))
+		}
+	}
+}
+
+func sameFile(a, b string) bool {
+	a, b = path.Clean(a), path.Clean(b)
+	return a == b || path.Base(a) == path.Base(b) && (!strings.Contains(a, "/") || !strings.Contains(b, "/"))
+}
+
+// wordFetches reports whether a word holds a $(…) or <(…) that downloads.
+func wordFetches(w *syntax.Word) bool {
+	found := false
+	syntax.Walk(w, func(n syntax.Node) bool {
+		var stmts []*syntax.Stmt
+		switch n := n.(type) {
+		case *syntax.CmdSubst:
+			stmts = n.Stmts
+		case *syntax.ProcSubst:
+			stmts = n.Stmts
+		default:
+			return !found
+		}
+		for _, s := range stmts {
+			if stmtFetches(s) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// stmtFetches reports whether a statement runs curl or wget writing to
+// standard output.
+func stmtFetches(s *syntax.Stmt) bool {
+	found := false
+	syntax.Walk(s, func(n syntax.Node) bool {
+		c, ok := n.(*syntax.CallExpr)
+		if !ok || len(c.Args) == 0 {
+			return !found
+		}
+		sc := &shellScan{st: newShellState()}
+		args := unwrap(sc.words(c.Args))
+		if len(args) > 0 && (prog(args[0]) == "curl" || prog(args[0]) == "wget") {
+			if f, _ := fetchArgs(prog(args[0]), args[1:]); f.stdout {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+func shorten(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}
+
+// pipe reports curl|sh: a download to standard output piped into an
+// interpreter.
+func (sc *shellScan) pipe(b *syntax.BinaryCmd) {
+	var stages []*syntax.Stmt
+	var flatten func(s *syntax.Stmt)
+	flatten = func(s *syntax.Stmt) {
+		if bc, ok := s.Cmd.(*syntax.BinaryCmd); ok && (bc.Op == syntax.Pipe || bc.Op == syntax.PipeAll) {
+			flatten(bc.X)
+			flatten(bc.Y)
+			return
+		}
+		stages = append(stages, s)
+	}
+	flatten(b.X)
+	flatten(b.Y)
+	for i := 0; i+1 < len(stages); i++ {
+		c, ok := stages[i].Cmd.(*syntax.CallExpr)
+		if !ok || len(c.Args) == 0 {
+			continue
+		}
+		args := unwrap(sc.words(c.Args))
+		if len(args) == 0 || (prog(args[0]) != "curl" && prog(args[0]) != "wget") {
+			continue
+		}
+		f, _ := fetchArgs(prog(args[0]), args[1:])
+		if !f.stdout {
+			continue
+		}
+		for _, next := range stages[i+1:] {
+			nc, ok := next.Cmd.(*syntax.CallExpr)
+			if !ok || len(nc.Args) == 0 {
+				continue
+			}
+			nargs := unwrap(sc.words(nc.Args))
+			if len(nargs) == 0 {
+				continue
+			}
+			np := prog(nargs[0])
+			switch {
+			case isInterpreter(np):
+				sc.r.add(ruleCurlPipeShell, line(stages[i].Pos()), f.url, fmt.Sprintf("%s %s is piped into %s, which runs whatever the server returns, unreviewed and unverified; download to a file, check it (echo '<sha256>  file' | sha256sum -c -), then run it", prog(args[0]), f.url, np))
+			case np == "tar" || np == "bsdtar" || np == "unzip" || np == "gunzip" || np == "zstd" || np == "xz" || np == "bunzip2":
+				sc.r.add(ruleDownloadNoChecksum, line(stages[i].Pos()), f.url, fmt.Sprintf("%s %s is unpacked by %s straight from the network with no checksum; download to a file, verify it (echo '<sha256>  file' | sha256sum -c -), then unpack it", prog(args[0]), f.url, np))
+			default:
+				continue
+			}
+			break
+		}
+	}
+}
+
+// heredocs checks the body of a heredoc fed to a shell or Python.
+func (sc *shellScan) heredocs(s *syntax.Stmt) {
+	for _, rd := range s.Redirs {
+		if rd.Hdoc == nil || (rd.Op != syntax.Hdoc && rd.Op != syntax.DashHdoc) {
+			continue
+		}
+		start, end := rd.Hdoc.Pos().Offset(), rd.Hdoc.End().Offset()
+		if int(end) > len(sc.src) || start >= end {
+			continue
+		}
+		body := string(sc.src[start:end])
+		first := line(rd.Hdoc.Pos())
+		var args []arg
+		if c, ok := s.Cmd.(*syntax.CallExpr); ok && len(c.Args) > 0 {
+			args = unwrap(sc.words(c.Args))
+		}
+		switch {
+		case s.Cmd == nil && sc.dockerfile:
+			sc.nested(body, first, "")
+		case len(args) > 0 && isShell(prog(args[0])) && len(skipOpts(args[1:])) == 0:
+			sc.nested(body, first, "")
+		case len(args) > 0 && isPython(prog(args[0])):
+			rest := skipOpts(args[1:])
+			if len(rest) == 0 || rest[0].s == "-" {
+				scanPython([]byte(body), sc.r.sub(first, ""))
+			}
+		}
+	}
+}
+
+// --- sbatch ---
+
+// sbatchDirectives reads #SBATCH lines before the first command, as Slurm
+// does: later ones are ignored by sbatch and so are not checked here.
+func (sc *shellScan) sbatchDirectives(f *syntax.File) {
+	stop := 1 << 30
+	if len(f.Stmts) > 0 {
+		stop = line(f.Stmts[0].Pos())
+	}
+	for i, l := range strings.Split(string(sc.src), "\n") {
+		if i+1 >= stop {
+			break
+		}
+		rest, ok := strings.CutPrefix(l, "#SBATCH")
+		if !ok {
+			continue
+		}
+		fields := directiveWords(rest)
+		for j, fl := range fields {
+			img := ""
+			switch {
+			case strings.HasPrefix(fl, "--container-image="):
+				img = strings.TrimPrefix(fl, "--container-image=")
+			case fl == "--container-image" && j+1 < len(fields):
+				img = fields[j+1]
+			default:
+				continue
+			}
+			img = strings.Trim(img, `"'`)
+			if _, local := pyxisImage(img); !local {
+				sc.r.imageNoTag(i+1, "#SBATCH --container-image", img, strings.Contains(img, "$"), true)
+				sc.directiveSite(i+1, l, img)
+			}
+		}
+	}
+}
+
+// directiveWords splits the options of an #SBATCH line as sbatch does:
+// words, with quotes removed.
+func directiveWords(s string) []string {
+	f, err := parseShell([]byte(s))
+	if err != nil || len(f.Stmts) == 0 {
+		return strings.Fields(s)
+	}
+	c, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok {
+		return strings.Fields(s)
+	}
+	sc := &shellScan{st: newShellState()}
+	var out []string
+	for _, w := range c.Args {
+		out = append(out, sc.word(w).s)
+	}
+	return out
+}
+
+// slurmRun checks srun/salloc/sbatch options and the command srun runs.
+func (sc *shellScan) slurmRun(args []arg, ln int) {
+	rest := args[1:]
+	for len(rest) > 0 && strings.HasPrefix(rest[0].s, "-") {
+		opt := rest[0]
+		o := opt.s
+		rest = rest[1:]
+		if o == "--" {
+			break
+		}
+		name, val, hasVal := strings.Cut(o, "=")
+		takesValue := !hasVal && slurmTakesValue(name)
+		if takesValue && len(rest) > 0 {
+			if name == "--container-image" {
+				sc.slurmImage(rest[0], rest[0].s, ln)
+			}
+			rest = rest[1:]
+			continue
+		}
+		if hasVal && name == "--container-image" {
+			sc.slurmImage(opt, val, ln)
+		}
+	}
+	if prog(args[0]) == "srun" && len(rest) > 0 {
+		sc.command(rest, ln)
+	}
+}
+
+func (sc *shellScan) slurmImage(a arg, value string, ln int) {
+	if _, local := pyxisImage(value); !local {
+		sc.r.imageNoTag(ln, "srun --container-image", value, a.dyn, true)
+		sc.site(a, value, ln, true, true)
+	}
+}
+
+// directiveSite records the image of an #SBATCH line (line ln, text l).
+func (sc *shellScan) directiveSite(ln int, l, img string) {
+	if sc.st.sites == nil || !sc.root || strings.Count(l, img) != 1 {
+		return
+	}
+	off := 0
+	for i := 1; i < ln; i++ {
+		off += strings.IndexByte(string(sc.src[off:]), '\n') + 1
+	}
+	i := off + strings.Index(l, img)
+	*sc.st.sites = append(*sc.st.sites, imageSite{start: i, end: i + len(img), line: ln, written: img, pyxis: true, digestOnly: true})
+}
+
+// slurmTakesValue says whether a Slurm option given without "=" takes the
+// next word as its value.
+func slurmTakesValue(o string) bool {
+	if !strings.HasPrefix(o, "--") {
+		// Short options: those that take a value, unless joined (-N2).
+		return len(o) == 2 && strings.ContainsRune("AbcDdeGiJLmMnNopqrSTtwxWC", rune(o[1]))
+	}
+	switch o {
+	case "--exclusive", "--pty", "--overlap", "--unbuffered", "--label", "--no-kill", "--quiet", "--verbose",
+		"--container-mount-home", "--no-container-mount-home", "--container-remap-root", "--no-container-remap-root",
+		"--container-writable", "--container-readonly", "--container-entrypoint", "--no-container-entrypoint",
+		"--container-env-all", "--no-container-entrypoint-log", "--mpi-verbose", "--kill-on-bad-exit", "--wait-all-nodes",
+		"--exact", "--whole", "--nice", "--spread-job", "--use-min-nodes", "--hold", "--contiguous", "--oversubscribe",
+		"--requeue", "--no-requeue", "--help", "--usage", "--test-only", "--wrap":
+		return false
+	}
+	return true
+}
+
+// module checks "module load NAME" and "ml NAME" for a version.
+func (sc *shellScan) module(p string, args []arg, ln int) {
+	if len(args) == 0 {
+		return
+	}
+	switch {
+	case p == "module" && (args[0].s == "load" || args[0].s == "add" || args[0].s == "try-load"):
+		args = args[1:]
+	case p == "ml" && !strings.HasPrefix(args[0].s, "-") && !isMLSubcommand(args[0].s):
+	case p == "ml" && (args[0].s == "load" || args[0].s == "add"):
+		args = args[1:]
+	default:
+		return
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a.s, "-") || a.dyn || a.s == "" {
+			continue
+		}
+		if !strings.Contains(a.s, "/") {
+			sc.r.add(ruleModuleUnversioned, ln, a.s, fmt.Sprintf("module %q is loaded without a version, so the site's default (which changes when a new one is installed) is used; load an explicit version: module load %s/<version>", a.s, a.s))
+		}
+	}
+}
+
+func isMLSubcommand(s string) bool {
+	switch s {
+	case "purge", "list", "avail", "spider", "unload", "swap", "show", "save", "restore", "help", "whatis", "keyword", "use", "unuse", "reset", "savelist", "describe", "mt", "table", "overview", "is-loaded", "is-avail", "load", "add", "try-load":
+		return true
+	}
+	return false
+}

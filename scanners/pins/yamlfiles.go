@@ -1,0 +1,303 @@
+package pins
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mlwarden/mlwarden/scanners"
+	"go.yaml.in/yaml/v3"
+)
+
+// yamlFlavor is which kind of YAML file an artifact is.
+type yamlFlavor int
+
+const (
+	yamlGeneric yamlFlavor = iota // Kubernetes manifests and Compose files, told per document
+	yamlGitHub                    // GitHub Actions workflows and composite actions
+	yamlGitLab                    // GitLab CI
+)
+
+func flavorOf(a *scanners.Artifact) yamlFlavor {
+	p := strings.ToLower(a.Path)
+	base := scanners.Base(a.Path)
+	switch {
+	case strings.Contains(p, ".github/workflows/") || base == "action.yml" || base == "action.yaml":
+		return yamlGitHub
+	case strings.Contains(base, "gitlab-ci"):
+		return yamlGitLab
+	}
+	return yamlGeneric
+}
+
+// containerKeys hold lists of containers in Kubernetes pod specs (and Argo's
+// sidecars); containerMaps hold one container.
+var containerKeys = map[string]bool{"containers": true, "initContainers": true, "ephemeralContainers": true, "sidecars": true}
+
+// scanYAML checks Kubernetes manifests (any kind: the pod templates of
+// Deployments, Jobs, CronJobs, PyTorchJobs, MPIJobs, RayClusters and RayJobs
+// all hold containers lists), Compose files, GitHub Actions workflows and
+// GitLab CI files.
+func scanYAML(a *scanners.Artifact, data []byte, r *rep) {
+	docs, err := yamlDocs(data)
+	if err != nil {
+		if strings.Contains(string(data), "{{") {
+			return // a Helm or Jinja template: not YAML until rendered
+		}
+		r.add(ruleUnparsed, yamlErrLine(err), "", fmt.Sprintf("YAML could not be parsed (%v), so its images and commands were not checked for pins; fix the syntax", err))
+		return
+	}
+	y := &yamlScan{r: r, budget: maxYAMLNodes}
+	switch flavorOf(a) {
+	case yamlGitHub:
+		for _, d := range docs {
+			y.github(d, 0)
+		}
+		y.finish()
+	case yamlGitLab:
+		for _, d := range docs {
+			y.gitlab(d)
+		}
+		y.finish()
+	default:
+		for _, d := range docs {
+			switch {
+			case mapGet(d, "apiVersion") != nil && mapGet(d, "kind") != nil:
+				y.kube(d, "", 0)
+			case mapGet(d, "services") != nil && mapGet(d, "services").Kind == yaml.MappingNode:
+				y.compose(d)
+			}
+		}
+	}
+}
+
+type yamlScan struct {
+	r      *rep
+	env    map[string]string
+	budget int
+	st     *shellState
+	// onImage, when set, learns each literal image scalar (for Rewrite);
+	// prefix is what precedes the reference in the scalar ("docker://").
+	onImage func(n *yaml.Node, prefix string)
+}
+
+func (y *yamlScan) spend() bool {
+	y.budget--
+	return y.budget > 0
+}
+
+func (y *yamlScan) image(n *yaml.Node, what string) {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.ScalarNode || n.Value == "" {
+		return
+	}
+	ref, dyn := expandVars(n.Value, y.env)
+	y.r.image(n.Line, what, ref, dyn)
+	if y.onImage != nil && ref == n.Value {
+		y.onImage(n, "")
+	}
+}
+
+// kube walks a manifest and checks every container's image.
+func (y *yamlScan) kube(n *yaml.Node, key string, depth int) {
+	n = deref(n)
+	if n == nil || depth > 64 || !y.spend() {
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		if containerKeys[key] {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i].Value, deref(n.Content[i+1])
+			if k == "<<" {
+				y.kube(v, "", depth+1)
+				continue
+			}
+			if containerKeys[k] && v.Kind == yaml.SequenceNode {
+				for _, c := range v.Content {
+					y.image(mapGet(c, "image"), "container image")
+				}
+				continue
+			}
+			if (k == "container" || k == "script") && v.Kind == yaml.MappingNode {
+				y.image(mapGet(v, "image"), "container image") // Argo templates
+			}
+			y.kube(v, k, depth+1)
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			y.kube(c, key, depth+1)
+		}
+	}
+}
+
+// compose checks services.*.image in a Compose file.
+func (y *yamlScan) compose(d *yaml.Node) {
+	svcs := mapGet(d, "services")
+	for i := 0; i+1 < len(svcs.Content); i += 2 {
+		y.image(mapGet(svcs.Content[i+1], "image"), "service image")
+	}
+}
+
+// shell checks a run:/script: text held in a scalar node.
+func (y *yamlScan) shell(n *yaml.Node) {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.ScalarNode || n.Value == "" {
+		return
+	}
+	if y.st == nil {
+		y.st = newShellState()
+	}
+	first := n.Line
+	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		first++ // a block scalar starts on the line after its indicator
+	}
+	sc := &shellScan{st: y.st, r: y.r.sub(first, ""), src: []byte(n.Value)}
+	sc.run()
+}
+
+func (y *yamlScan) finish() {
+	if y.st != nil {
+		y.st.finish()
+	}
+}
+
+// github checks uses:, container images and run: scripts in a workflow.
+func (y *yamlScan) github(n *yaml.Node, depth int) {
+	n = deref(n)
+	if n == nil || depth > 64 || !y.spend() {
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i].Value, deref(n.Content[i+1])
+			switch k {
+			case "uses":
+				y.action(v)
+				continue
+			case "run":
+				y.shell(v)
+				continue
+			case "container":
+				if v.Kind == yaml.ScalarNode {
+					y.image(v, "job container")
+				} else {
+					y.image(mapGet(v, "image"), "job container")
+				}
+				continue
+			case "services":
+				if v.Kind == yaml.MappingNode {
+					for j := 0; j+1 < len(v.Content); j += 2 {
+						y.image(mapGet(v.Content[j+1], "image"), "service container")
+					}
+				}
+				continue
+			}
+			y.github(v, depth+1)
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			y.github(c, depth+1)
+		}
+	}
+}
+
+// action checks one uses: value.
+func (y *yamlScan) action(n *yaml.Node) {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return
+	}
+	v := n.Value
+	switch {
+	case strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../"):
+		return // in this repository
+	case strings.HasPrefix(v, "docker://"):
+		y.r.image(n.Line, "action image", strings.TrimPrefix(v, "docker://"), strings.Contains(v, "${{"))
+		if y.onImage != nil && !strings.Contains(v, "${{") {
+			y.onImage(n, "docker://")
+		}
+		return
+	}
+	name, ref, ok := strings.Cut(v, "@")
+	if ok && isHex(ref, 40) {
+		return
+	}
+	msg := fmt.Sprintf("action %s is used at %q, a tag or branch its owner (or whoever takes over the account) can move to other code; pin the commit and keep the tag as a comment: uses: %s@<40-hex sha> # %s", name, ref, name, ref)
+	if !ok {
+		msg = fmt.Sprintf("action %s is used with no ref at all; pin the commit: uses: %s@<40-hex sha> # vX.Y.Z", name, name)
+	}
+	y.r.add(ruleActionNotSHA, n.Line, v, msg)
+}
+
+// gitlabReserved are top-level GitLab CI keys that are not jobs.
+var gitlabReserved = map[string]bool{
+	"stages": true, "variables": true, "include": true, "workflow": true, "cache": true, "spec": true,
+}
+
+// gitlab checks image:, services: and script lines of a GitLab CI file.
+func (y *yamlScan) gitlab(d *yaml.Node) {
+	if d.Kind != yaml.MappingNode {
+		return
+	}
+	y.env = map[string]string{}
+	if vars := mapGet(d, "variables"); vars != nil && vars.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(vars.Content); i += 2 {
+			v := deref(vars.Content[i+1])
+			if v.Kind == yaml.MappingNode {
+				v = mapGet(v, "value")
+			}
+			if v != nil && v.Kind == yaml.ScalarNode {
+				y.env[vars.Content[i].Value] = v.Value
+			}
+		}
+	}
+	y.gitlabJob(d)
+	for i := 0; i+1 < len(d.Content); i += 2 {
+		k := d.Content[i].Value
+		if gitlabReserved[k] || k == "image" || k == "services" {
+			continue
+		}
+		if job := deref(d.Content[i+1]); job.Kind == yaml.MappingNode {
+			y.gitlabJob(job)
+		}
+	}
+}
+
+func (y *yamlScan) gitlabJob(job *yaml.Node) {
+	img := mapGet(job, "image")
+	if img != nil && img.Kind == yaml.MappingNode {
+		img = mapGet(img, "name")
+	}
+	y.image(img, "CI image")
+	if svcs := mapGet(job, "services"); svcs != nil && svcs.Kind == yaml.SequenceNode {
+		for _, s := range svcs.Content {
+			s = deref(s)
+			if s.Kind == yaml.MappingNode {
+				s = mapGet(s, "name")
+			}
+			y.image(s, "CI service image")
+		}
+	}
+	for _, k := range []string{"before_script", "script", "after_script"} {
+		sc := mapGet(job, k)
+		if sc == nil {
+			continue
+		}
+		if sc.Kind == yaml.SequenceNode {
+			for _, l := range sc.Content {
+				l = deref(l)
+				if l.Kind == yaml.SequenceNode { // nested lists from !reference or anchors
+					for _, m := range l.Content {
+						y.shell(m)
+					}
+					continue
+				}
+				y.shell(l)
+			}
+		} else {
+			y.shell(sc)
+		}
+	}
+}
