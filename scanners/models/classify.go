@@ -1,0 +1,129 @@
+package models
+
+import (
+	"strings"
+
+	"github.com/mlwarden/mlwarden/rules"
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// tier is what the rules say about one imported global.
+type tier int
+
+const (
+	tierUnknown tier = iota
+	tierSafe
+	tierLibrary
+	tierDangerous
+)
+
+// verdict classifies one global.
+type verdict struct {
+	tier tier
+	sev  scanners.Severity
+	why  string
+	// match is the rule entry that matched, as module.name, for the message.
+	match string
+}
+
+// classifier looks globals up in the pickle rules. It is immutable once
+// built, so a Scanner can share it between goroutines.
+type classifier struct {
+	dangerous map[string][]rules.PickleEntry
+	safe      map[string]map[string]bool
+	library   map[string]bool
+}
+
+func newClassifier(r *rules.PickleRules) *classifier {
+	c := &classifier{
+		dangerous: map[string][]rules.PickleEntry{},
+		safe:      map[string]map[string]bool{},
+		library:   map[string]bool{},
+	}
+	for _, e := range r.Dangerous {
+		c.dangerous[e.Module] = append(c.dangerous[e.Module], e)
+	}
+	for _, e := range r.Safe {
+		if c.safe[e.Module] == nil {
+			c.safe[e.Module] = map[string]bool{}
+		}
+		for _, n := range e.Names {
+			c.safe[e.Module][n] = true
+		}
+	}
+	for _, e := range r.Library {
+		c.library[e.Module] = true
+	}
+	return c
+}
+
+// parents returns m and each of its parent packages: a.b.c, a.b, a.
+func parents(m string) []string {
+	out := []string{m}
+	for {
+		i := strings.LastIndexByte(m, '.')
+		if i < 0 {
+			return out
+		}
+		m = m[:i]
+		out = append(out, m)
+	}
+}
+
+func (c *classifier) dangerousEntry(module, name string) (rules.PickleEntry, bool) {
+	for _, m := range parents(module) {
+		for _, e := range c.dangerous[m] {
+			if len(e.Names) == 0 {
+				return e, true
+			}
+			for _, n := range e.Names {
+				if name == n || strings.HasPrefix(name, n+".") {
+					return e, true
+				}
+			}
+		}
+	}
+	return rules.PickleEntry{}, false
+}
+
+// classify decides what an import of module.name means. Python resolves a
+// dotted name (protocol 4+) attribute by attribute, so ("pathlib",
+// "os.system") is os.system: every split of the dotted name is tried as
+// module and name, both below the module and on its own, since a module's
+// attribute may be another module.
+func (c *classifier) classify(module, name string) verdict {
+	if c.safe[module][name] {
+		return verdict{tier: tierSafe}
+	}
+	cands := [][2]string{{module, name}}
+	parts := strings.Split(name, ".")
+	for i := 1; i < len(parts); i++ {
+		head, rest := strings.Join(parts[:i], "."), strings.Join(parts[i:], ".")
+		cands = append(cands, [2]string{module + "." + head, rest}, [2]string{head, rest})
+	}
+	for _, cd := range cands {
+		if e, ok := c.dangerousEntry(cd[0], cd[1]); ok {
+			sev := scanners.SeverityCritical
+			if e.Severity != "" {
+				sev, _ = scanners.ParseSeverity(e.Severity)
+			}
+			return verdict{tier: tierDangerous, sev: sev, why: e.Why, match: e.Module}
+		}
+	}
+	{
+		for _, p := range parts {
+			if strings.HasPrefix(p, "__") && strings.HasSuffix(p, "__") && len(p) > 4 {
+				return verdict{tier: tierDangerous, sev: scanners.SeverityCritical,
+					why: "the dotted name reaches Python internals (" + p + ") through attribute traversal"}
+			}
+		}
+	}
+	if len(parts) == 1 {
+		for _, m := range parents(module) {
+			if c.library[m] {
+				return verdict{tier: tierLibrary}
+			}
+		}
+	}
+	return verdict{tier: tierUnknown, sev: scanners.SeverityMedium}
+}

@@ -1,0 +1,215 @@
+// Package models is the models check: it finds model files that run code
+// when loaded (pickles and the containers that hold them, Keras Lambda layers,
+// TensorFlow graphs with Python or file ops, GGUF chat templates reaching
+// Python internals, ONNX external data escaping the model directory) and model
+// files that are malformed. Formats are recognised by content, never by the
+// file name alone. It never executes, imports or unpickles what it reads.
+package models
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/mlwarden/mlwarden/rules"
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// Scanner is the models check. It is safe for concurrent use.
+type Scanner struct {
+	strings  scanners.BytesScanner
+	cls      *classifier
+	rulesErr error
+	lim      Limits
+}
+
+// Limits bound the work done on one artifact.
+type Limits struct {
+	// MaxDepth is how deep archives nest (default 4).
+	MaxDepth int
+	// MaxExpand is the most bytes decompressed from one artifact, all
+	// members together (default 8 GiB).
+	MaxExpand int64
+	// MaxMembers is the most archive members looked at in one artifact
+	// (default 100000).
+	MaxMembers int
+	// MaxInMemory is the largest decompressed member held in memory; larger
+	// ones that need random access are spooled to an anonymous temporary
+	// file (default 32 MiB).
+	MaxInMemory int64
+}
+
+// Option configures a Scanner.
+type Option func(*Scanner)
+
+// WithStrings hands strings found inside models (pickle string constants,
+// safetensors metadata, GGUF key/values, Keras configs) to bs, typically the
+// secrets check, so that a token pickled into training arguments is found.
+func WithStrings(bs scanners.BytesScanner) Option {
+	return func(s *Scanner) { s.strings = bs }
+}
+
+// WithRulesFS reads the pickle globals table (rules.PickleFile) from fsys
+// instead of the built-in one (a user rules directory: os.DirFS(dir)).
+func WithRulesFS(fsys fs.FS) Option {
+	return func(s *Scanner) {
+		r, err := rules.LoadPickle(fsys)
+		if err != nil {
+			s.rulesErr = err
+			return
+		}
+		s.cls, s.rulesErr = newClassifier(r), nil
+	}
+}
+
+// WithPickleRules uses r as the pickle globals table.
+func WithPickleRules(r *rules.PickleRules) Option {
+	return func(s *Scanner) { s.cls, s.rulesErr = newClassifier(r), nil }
+}
+
+// WithLimits overrides the default limits (zero fields keep their default).
+func WithLimits(l Limits) Option {
+	return func(s *Scanner) {
+		if l.MaxDepth > 0 {
+			s.lim.MaxDepth = l.MaxDepth
+		}
+		if l.MaxExpand > 0 {
+			s.lim.MaxExpand = l.MaxExpand
+		}
+		if l.MaxMembers > 0 {
+			s.lim.MaxMembers = l.MaxMembers
+		}
+		if l.MaxInMemory > 0 {
+			s.lim.MaxInMemory = l.MaxInMemory
+		}
+	}
+}
+
+// New returns the models check with the built-in pickle rules.
+func New(opts ...Option) *Scanner {
+	s := &Scanner{lim: Limits{MaxDepth: 4, MaxExpand: 8 << 30, MaxMembers: 100000, MaxInMemory: 32 << 20}}
+	if r, err := rules.LoadPickle(rules.PickleFS()); err != nil {
+		s.rulesErr = err
+	} else {
+		s.cls = newClassifier(r)
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(s)
+		}
+	}
+	return s
+}
+
+// Check returns "models".
+func (s *Scanner) Check() string { return scanners.CheckModels }
+
+// Rules lists every rule the models check can report.
+func (s *Scanner) Rules() []scanners.Rule { return append([]scanners.Rule(nil), allRules...) }
+
+// Wants reports whether the first bytes look like a model file or an
+// archive that may hold one.
+func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
+	if a.Kind != "" && a.Kind != scanners.ArtifactFile {
+		return false
+	}
+	return sniff(head, a.Size, a.Path) != fmtUnknown || modelName(a.Path)
+}
+
+// modelExts are names that promise a model format. A file so named whose
+// content is in no known format is reported (fail closed), unless it is a
+// Git LFS pointer.
+var modelExts = map[string]bool{
+	".pkl": true, ".pickle": true, ".pt": true, ".pth": true, ".ckpt": true, ".joblib": true,
+	".npy": true, ".npz": true, ".safetensors": true, ".gguf": true, ".onnx": true, ".h5": true,
+	".hdf5": true, ".keras": true, ".dill": true,
+}
+
+// lfsPointer starts a Git LFS pointer file (the model itself is elsewhere).
+const lfsPointer = "version https://git-lfs.github.com/spec/"
+
+func modelName(p string) bool {
+	return modelExts[strings.ToLower(path.Ext(p))]
+}
+
+// Scan examines one model file.
+func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	if s.rulesErr != nil {
+		return nil, fmt.Errorf("models check: %w", s.rulesErr)
+	}
+	sc := &scan{s: s, ctx: ctx, a: a, budget: s.lim.MaxExpand}
+	if !sc.content(place{}, c, c.Size(), a.Path, 0) && modelName(a.Path) && sc.readErr == nil {
+		head := make([]byte, 200)
+		n, _ := c.ReadAt(head, 0)
+		if !bytes.HasPrefix(head[:n], []byte(lfsPointer)) && n > 0 {
+			sc.add(ruleUnscannable, ruleUnscannable.Severity,
+				fmt.Sprintf("The file is named like a model (%s) but its content is in no model format mlwarden knows, so it was not analysed; a loader may still read it. %s", path.Ext(a.Path), ruleUnscannable.Fix),
+				"unknown content in "+path.Ext(a.Path)+" file")
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return sc.out, err
+	}
+	if sc.readErr != nil {
+		return sc.out, sc.readErr
+	}
+	return sc.out, nil
+}
+
+// place says where inside an artifact something is: the chain of archive
+// members (and compressed streams) that lead to it.
+type place []string
+
+func (p place) child(name string) place {
+	q := make(place, len(p), len(p)+1)
+	copy(q, p)
+	return append(q, name)
+}
+
+// in returns " in member a → b" or "".
+func (p place) in() string {
+	if len(p) == 0 {
+		return ""
+	}
+	return " in member " + strings.Join(p, " → ")
+}
+
+// at returns "offset 0x1a in member x" for evidence.
+func (p place) at(off int64) string {
+	return fmt.Sprintf("offset %d%s", off, p.in())
+}
+
+// scan is the state of one Scan call.
+type scan struct {
+	s       *Scanner
+	ctx     context.Context
+	a       *scanners.Artifact
+	out     []scanners.Finding
+	budget  int64
+	members int
+	readErr error
+}
+
+func (sc *scan) add(r scanners.Rule, sev scanners.Severity, msg, evidence string) {
+	f := scanners.At(sc.a, r, 0, msg)
+	f.Severity = sev
+	f.Evidence = evidence
+	sc.out = append(sc.out, f)
+}
+
+// strings hands strings found in a model to the BytesScanner.
+func (sc *scan) strings(p place, what string, data []byte) {
+	if sc.s.strings == nil || len(data) == 0 {
+		return
+	}
+	b := *sc.a
+	note := what + p.in()
+	if b.Note != "" {
+		note = b.Note + "; " + note
+	}
+	b.Note = note
+	sc.out = append(sc.out, sc.s.strings(sc.ctx, &b, data)...)
+}

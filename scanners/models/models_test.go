@@ -1,0 +1,485 @@
+package models
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+
+	"github.com/mlwarden/mlwarden/rules"
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+func rulesOf(fs []scanners.Finding, min scanners.Severity) []string {
+	var out []string
+	for _, f := range fs {
+		if f.Severity >= min {
+			out = append(out, f.RuleID)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// TestBenignFixtures: files written by the real libraries give nothing above
+// low, and every model file among them is recognised by content.
+func TestBenignFixtures(t *testing.T) {
+	s := New()
+	for _, p := range walkFixtures(t, "benign") {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			fs, wanted := scanFile(t, s, p)
+			if !wanted && !strings.HasSuffix(p, "weights.bin") {
+				t.Errorf("%s: not recognised as a model file", p)
+			}
+			for _, f := range fs {
+				if f.Severity > scanners.SeverityLow {
+					t.Errorf("%s: unexpected %s %s: %s", p, f.Severity, f.RuleID, f.Message)
+				}
+			}
+		})
+	}
+}
+
+// TestMaliciousFixtures: the same libraries writing harmful objects.
+func TestMaliciousFixtures(t *testing.T) {
+	cases := map[string][]string{
+		"exec_print.pkl":                       {"models/pickle-dangerous-global"},
+		"gguf_ssti.gguf":                       {"models/gguf-template-injection"},
+		"joblib_os_system.joblib":              {"models/pickle-dangerous-global"},
+		"joblib_os_system_xz.joblib":           {"models/pickle-dangerous-global"},
+		"keras_lambda.h5":                      {"models/keras-lambda"},
+		"keras_lambda.keras":                   {"models/keras-lambda"},
+		"models.tar.gz":                        {"models/pickle-dangerous-global"},
+		"npz_object_os_system.npz":             {"models/numpy-object-array", "models/pickle-dangerous-global"},
+		"object_array_os_system.npy":           {"models/numpy-object-array", "models/pickle-dangerous-global"},
+		"onnx_absolute/model.onnx":             {"models/onnx-external-data-path"},
+		"onnx_traversal/model.onnx":            {"models/onnx-external-data-path"},
+		"os_system_p0.pkl":                     {"models/pickle-dangerous-global"},
+		"os_system_p1.pkl":                     {"models/pickle-dangerous-global"},
+		"os_system_p2.pkl":                     {"models/pickle-dangerous-global"},
+		"os_system_p3.pkl":                     {"models/pickle-dangerous-global"},
+		"os_system_p4.pkl":                     {"models/pickle-dangerous-global"},
+		"os_system_p5.pkl":                     {"models/pickle-dangerous-global"},
+		"safetensors_bad_dtype.safetensors":    {"models/safetensors-malformed"},
+		"safetensors_out_of_range.safetensors": {"models/safetensors-malformed"},
+		"safetensors_overlap.safetensors":      {"models/safetensors-malformed"},
+		"tf_readfile/saved_model.pb":           {"models/tf-unsafe-op"},
+		"tf_keras_metadata/keras_metadata.pb":  {"models/keras-lambda"},
+		"torch_legacy_os_system.pt":            {"models/pickle-dangerous-global"},
+		"torch_zip_os_system.pt":               {"models/pickle-dangerous-global"},
+	}
+	s := New()
+	files := walkFixtures(t, "malicious")
+	if len(files) != len(cases) {
+		t.Errorf("%d malicious fixtures, %d cases: keep the table in step with gen.py", len(files), len(cases))
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			fs, _ := scanFile(t, s, filepath.Join(fixtures, "malicious", name))
+			got := rulesOf(fs, scanners.SeverityLow)
+			for _, w := range want {
+				if !slices.Contains(got, w) {
+					t.Errorf("want %s, got %v", w, got)
+				}
+			}
+			if !slices.ContainsFunc(fs, func(f scanners.Finding) bool { return f.Severity >= scanners.SeverityHigh }) {
+				t.Errorf("no finding at high or above: %v", got)
+			}
+			for _, f := range fs {
+				if f.Message == "" || f.Evidence == "" || f.Path == "" {
+					t.Errorf("finding without message, evidence or path: %+v", f)
+				}
+			}
+		})
+	}
+}
+
+// TestBypass holds one regression test per known public scanner bypass; the
+// subtest is named after the fixture, and fixtures/models/bypass/ADVISORIES.txt
+// names the advisory.
+func TestBypass(t *testing.T) {
+	cases := []struct {
+		file string
+		want []string // rules that must be reported at high or above
+		// global that must be named in some finding's evidence
+		global string
+	}{
+		{"pip_main.pkl", []string{"models/pickle-dangerous-global"}, "pip.main"},
+		{"pkgutil_resolve_name.pkl", []string{"models/pickle-dangerous-global"}, "pkgutil.resolve_name"},
+		{"dotted_name.pkl", []string{"models/pickle-dangerous-global"}, "pathlib.os.system"},
+		{"stack_global_string_operands.pkl", []string{"models/pickle-dangerous-global"}, "os.system"},
+		{"memo_desync.pkl", []string{"models/pickle-dangerous-global"}, "posix.system"},
+		{"obj_pop.pkl", []string{"models/pickle-dangerous-global"}, "os.system"},
+		{"inst.pkl", []string{"models/pickle-dangerous-global"}, "os.system (INST)"},
+		{"ext_opcode.pkl", []string{"models/pickle-dangerous-global", "models/pickle-extension-code"}, "copyreg.add_extension"},
+		{"nullifai_broken_stream.pkl", []string{"models/pickle-dangerous-global", "models/pickle-malformed"}, "os.system"},
+		{"unknown_opcode_after_payload.pkl", []string{"models/pickle-dangerous-global", "models/pickle-malformed"}, "builtins.exec"},
+		{"second_pickle.pkl", []string{"models/pickle-dangerous-global", "models/pickle-trailing-data"}, "posix.system"},
+		{"asyncio_submodule.pkl", []string{"models/pickle-dangerous-global"}, "asyncio.unix_events"},
+		{"mailcap_findmatch.pkl", []string{"models/pickle-dangerous-global"}, "mailcap.findmatch"},
+		{"code_runsource.pkl", []string{"models/pickle-dangerous-global"}, "code.InteractiveInterpreter.runsource"},
+		{"numpy_builtins.pkl", []string{"models/pickle-dangerous-global"}, "numpy.__builtins__"},
+		{"computed_stack_global.pkl", []string{"models/pickle-dynamic-global", "models/pickle-dangerous-global"}, "_operator.add"},
+		{"load_from_bytes.pkl", []string{"models/pickle-dangerous-global"}, "(pickle in a bytes constant"},
+		{"frame_boundary.pkl", []string{"models/pickle-malformed", "models/pickle-dangerous-global"}, "os.system by byte scan"},
+		{"pickle_named_bin.bin", []string{"models/pickle-dangerous-global"}, "posix.system"},
+		{"pickle_named_safetensors.safetensors", []string{"models/pickle-dangerous-global"}, "posix.system"},
+		{"legacy_sysinfo_payload.pt", []string{"models/pickle-dangerous-global"}, "posix.system"},
+		{"zip_flag_bits.pt", []string{"models/pickle-dangerous-global", "models/archive-malformed"}, "archive/data.pkl"},
+		{"zip_local_name_mismatch.pt", []string{"models/pickle-dangerous-global", "models/archive-malformed"}, "archive/data.pkX"},
+		{"zip_bad_crc.pt", []string{"models/pickle-dangerous-global", "models/archive-malformed"}, "crc"},
+		{"zip_duplicate_entry.pt", []string{"models/pickle-dangerous-global", "models/archive-malformed"}, "duplicate entry"},
+		{"zip_hidden_member.zip", []string{"models/pickle-dangerous-global"}, "weights/part-0001.dat"},
+		{"nested_tar_zip.tar.gz", []string{"models/pickle-dangerous-global"}, "release/model.zip → model/blob"},
+		{"joblib_payload_after_array.joblib", []string{"models/pickle-dangerous-global"}, "posix.system"},
+		{"joblib_lzma.joblib", []string{"models/pickle-dangerous-global"}, "(lzma)"},
+		{"npy_structured_object.npy", []string{"models/pickle-dangerous-global"}, "posix.system"},
+		{"keras_nested_lambda.keras", []string{"models/keras-lambda"}, "hidden"},
+		{"keras_module_function.keras", []string{"models/keras-unsafe-module"}, "module os, name system"},
+		{"nullifai_7z.7z", []string{"models/pickle-dangerous-global"}, "model → archive/data.pkl"},
+	}
+	adv, err := os.ReadFile(filepath.Join(fixtures, "bypass", "ADVISORIES.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New()
+	if n := len(walkFixtures(t, "bypass")); n != len(cases) {
+		t.Errorf("%d bypass fixtures, %d cases: keep the table in step with gen.py", n, len(cases))
+	}
+	for _, c := range cases {
+		t.Run(strings.TrimSuffix(c.file, filepath.Ext(c.file)), func(t *testing.T) {
+			if !bytes.Contains(adv, []byte(c.file+"\t")) {
+				t.Errorf("%s has no advisory in ADVISORIES.txt", c.file)
+			}
+			fs, wanted := scanFile(t, s, filepath.Join(fixtures, "bypass", c.file))
+			if !wanted {
+				t.Fatalf("not recognised by content")
+			}
+			got := rulesOf(fs, scanners.SeverityHigh)
+			for _, w := range c.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("want %s at high or above, got %v", w, got)
+				}
+			}
+			if !slices.ContainsFunc(fs, func(f scanners.Finding) bool {
+				return strings.Contains(f.Evidence, c.global) || strings.Contains(f.Message, c.global)
+			}) {
+				t.Errorf("no finding names %q", c.global)
+				for _, f := range fs {
+					t.Logf("  %s %s", f.RuleID, f.Evidence)
+				}
+			}
+		})
+	}
+}
+
+// fakeKey makes a W&B-shaped key (40 hex) from a seed, at test time, so no
+// format-valid credential sits in the fixtures.
+func fakeKey(seed int64) string {
+	r := rand.New(rand.NewSource(seed))
+	const hex = "0123456789abcdef"
+	b := make([]byte, 40)
+	for i := range b {
+		b[i] = hex[r.Intn(16)]
+	}
+	return string(b)
+}
+
+// pickleDict is a protocol 2 pickle of {k: v} written the way CPython does.
+func pickleDict(k, v string) []byte {
+	var b bytes.Buffer
+	b.WriteString("\x80\x02}q\x00")
+	for _, s := range []string{k, v} {
+		b.WriteByte('X')
+		b.Write([]byte{byte(len(s)), 0, 0, 0})
+		b.WriteString(s)
+	}
+	b.WriteString("s.")
+	return b.Bytes()
+}
+
+type capture struct {
+	mu   sync.Mutex
+	data []string
+	arts []scanners.Artifact
+}
+
+func (c *capture) scan(_ context.Context, a *scanners.Artifact, data []byte) []scanners.Finding {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.data = append(c.data, string(data))
+	c.arts = append(c.arts, *a)
+	return []scanners.Finding{{RuleID: "secrets/test", Check: "secrets", Severity: scanners.SeverityHigh, Path: a.Path, Message: "found"}}
+}
+
+// TestStringsHandOff: strings inside models reach the secrets check's
+// BytesScanner, with the place inside the model in the artifact's note.
+func TestStringsHandOff(t *testing.T) {
+	key := fakeKey(4)
+	var zbuf bytes.Buffer
+	zw := zip.NewWriter(&zbuf)
+	w, _ := zw.CreateHeader(&zip.FileHeader{Name: "archive/data.pkl", Method: zip.Store})
+	w.Write(pickleDict("wandb_api_key", key))
+	zw.Close()
+	st := func(meta string) []byte {
+		h := `{"__metadata__":{"note":"` + meta + `"}}`
+		b := make([]byte, 8)
+		b[0] = byte(len(h))
+		return append(b, h...)
+	}
+	cases := map[string][]byte{
+		"ckpt.pt":           zbuf.Bytes(),
+		"args.pkl":          pickleDict("wandb_api_key", key),
+		"model.safetensors": st("key " + key),
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &capture{}
+			s := New(WithStrings(c.scan))
+			fs, err := scanners.ScanBytes(context.Background(), s, &scanners.Artifact{Kind: scanners.ArtifactFile, Path: name}, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(c.data, func(d string) bool { return strings.Contains(d, key) }) {
+				t.Fatalf("key not handed to the strings scanner: %q", c.data)
+			}
+			if !slices.ContainsFunc(fs, func(f scanners.Finding) bool { return f.RuleID == "secrets/test" }) {
+				t.Errorf("the strings scanner's findings were dropped")
+			}
+			if c.arts[0].Note == "" {
+				t.Errorf("no note saying where in the model the string was")
+			}
+		})
+	}
+}
+
+func TestRules(t *testing.T) {
+	seen := map[string]bool{}
+	for _, r := range New().Rules() {
+		if !strings.HasPrefix(r.ID, "models/") || r.Check != "models" || r.Title == "" || r.Why == "" || r.Fix == "" {
+			t.Errorf("incomplete rule %+v", r)
+		}
+		if seen[r.ID] {
+			t.Errorf("duplicate rule %s", r.ID)
+		}
+		seen[r.ID] = true
+	}
+}
+
+// TestUserRules: a user rules directory replaces the built-in table.
+func TestUserRules(t *testing.T) {
+	fsys := fstest.MapFS{rules.PickleFile: {Data: []byte("dangerous:\n  - {module: collections, why: test}\nsafe: []\nlibrary: []\n")}}
+	s := New(WithRulesFS(fsys))
+	data := []byte("\x80\x02ccollections\nOrderedDict\n)R.")
+	fs, err := scanners.ScanBytes(context.Background(), s, &scanners.Artifact{Path: "x.pkl"}, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rulesOf(fs, scanners.SeverityCritical); !slices.Equal(got, []string{"models/pickle-dangerous-global"}) {
+		t.Errorf("got %v", got)
+	}
+	bad := New(WithRulesFS(fstest.MapFS{rules.PickleFile: {Data: []byte("dangerous: [{names: [x]}]")}}))
+	if _, err := bad.Scan(context.Background(), &scanners.Artifact{}, nil); err == nil {
+		t.Errorf("a broken rules file must fail the scan")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	s := New()
+	cases := []struct {
+		module, name string
+		want         tier
+	}{
+		{"torch._utils", "_rebuild_tensor_v2", tierSafe},
+		{"collections", "OrderedDict", tierSafe},
+		{"numpy.core.multiarray", "_reconstruct", tierSafe},
+		{"sklearn.linear_model._logistic", "LogisticRegression", tierLibrary},
+		{"sklearn.base", "BaseEstimator.__init__.__globals__", tierDangerous},
+		{"sklearn.base", "BaseEstimator.fit", tierUnknown},
+		{"posix", "system", tierDangerous},
+		{"os.path", "join", tierDangerous},
+		{"builtins", "getattr", tierDangerous},
+		{"builtins", "__dict__", tierDangerous},
+		{"builtins", "set", tierSafe},
+		{"pathlib", "os.system", tierDangerous},
+		{"numpy.testing._private.utils", "runstring", tierDangerous},
+		{"torch.serialization", "load", tierDangerous},
+		{"mymodule", "MyClass", tierUnknown},
+		{"__main__", "Net", tierUnknown},
+	}
+	for _, c := range cases {
+		if got := s.cls.classify(c.module, c.name); got.tier != c.want {
+			t.Errorf("%s.%s: tier %d, want %d", c.module, c.name, got.tier, c.want)
+		}
+	}
+}
+
+func TestWants(t *testing.T) {
+	s := New()
+	no := map[string]string{
+		"main.go":   "package main\n\nfunc main() {}\n",
+		"README.md": "# Title\n\nSome text (with parens).\n",
+		"elf":       "\x7fELF\x02\x01\x01\x00",
+		"config":    "(c)ontrived text that starts like a pickle\nand goes on\n",
+		"empty":     "",
+		"data.json": `{"a": 1}`,
+	}
+	for name, data := range no {
+		a := &scanners.Artifact{Kind: scanners.ArtifactFile, Path: name, Size: int64(len(data))}
+		if s.Wants(a, []byte(data)) {
+			t.Errorf("%s: wanted", name)
+		}
+	}
+	if s.Wants(&scanners.Artifact{Kind: scanners.ArtifactImageConfig}, []byte("\x80\x02}.")) {
+		t.Errorf("image config wanted")
+	}
+}
+
+// TestLimits: nesting deeper than the limit and decompression bombs are
+// reported, not followed.
+func TestLimits(t *testing.T) {
+	inner := pickleDict("a", "b")
+	data := inner
+	for i := 0; i < 6; i++ {
+		var b bytes.Buffer
+		zw := zip.NewWriter(&b)
+		w, _ := zw.Create(fmt.Sprintf("level%d", i))
+		w.Write(data)
+		zw.Close()
+		data = b.Bytes()
+	}
+	fs, _ := scanners.ScanBytes(context.Background(), New(), &scanners.Artifact{Path: "deep.zip"}, data)
+	if !slices.Contains(rulesOf(fs, scanners.SeverityMedium), "models/unscannable") {
+		t.Errorf("depth limit not reported: %v", rulesOf(fs, 0))
+	}
+	var bomb bytes.Buffer
+	zw := zip.NewWriter(&bomb)
+	w, _ := zw.Create("bomb")
+	w.Write([]byte("\x80\x02]q\x00(")) // a pickle that goes on and on
+	w.Write(bytes.Repeat([]byte("K\x01"), 4<<20))
+	zw.Close()
+	fs, _ = scanners.ScanBytes(context.Background(), New(WithLimits(Limits{MaxExpand: 1 << 20})), &scanners.Artifact{Path: "bomb.zip"}, bomb.Bytes())
+	if !slices.Contains(rulesOf(fs, scanners.SeverityMedium), "models/unscannable") {
+		t.Errorf("expansion limit not reported: %v", rulesOf(fs, 0))
+	}
+}
+
+// TestFailClosedNames: a file named like a model whose content is in no
+// known format is reported; a Git LFS pointer and random bytes that merely
+// start like a pickle are not.
+func TestFailClosedNames(t *testing.T) {
+	cases := []struct {
+		name, data string
+		want       []string
+	}{
+		{"model.pt", "\x00\x01garbage that is no model", []string{"models/unscannable"}},
+		{"model.pt", "version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 12\n", nil},
+		{"blob.bin", "\x80\x02\x00\x01\x02 random binary", nil},
+		{"notes.txt", "just text", nil},
+		{"bundle.zip", zipOf("weights/model.pt", "\x00\x01 not a model"), []string{"models/unscannable"}},
+		{"bundle.zip", zipOf("README.md", "text"), nil},
+	}
+	for _, c := range cases {
+		fs, err := scanners.ScanBytes(context.Background(), New(), &scanners.Artifact{Kind: scanners.ArtifactFile, Path: c.name}, []byte(c.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rulesOf(fs, 0); !slices.Equal(got, c.want) {
+			t.Errorf("%s %q: got %v, want %v", c.name, c.data, got, c.want)
+		}
+	}
+}
+
+// TestLegacyProtocolVersion: the legacy format's second pickle must say 1001.
+func TestLegacyProtocolVersion(t *testing.T) {
+	stream := func(body string) string { return "\x80\x02" + body + "." }
+	for v, want := range map[string]bool{"M\xe9\x03": false, "M\xea\x03": true} {
+		data := string(legacyMagic) + "." + stream(v) + stream("}") + stream("}") + stream("]")
+		fs, _ := scanners.ScanBytes(context.Background(), New(), &scanners.Artifact{Path: "old.pt"}, []byte(data))
+		got := slices.Contains(rulesOf(fs, 0), "models/pickle-malformed")
+		if got != want {
+			t.Errorf("version %q: malformed=%v, want %v: %v", v, got, want, rulesOf(fs, 0))
+		}
+	}
+}
+
+// TestConcurrent: one Scanner scans many artifacts at once (go test -race).
+func TestConcurrent(t *testing.T) {
+	s := New()
+	var files []string
+	for _, d := range []string{"benign", "malicious", "bypass"} {
+		files = append(files, walkFixtures(t, d)...)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, p := range files {
+				scanFile(t, s, p)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestLegacyStorages: bytes after a legacy checkpoint's storages, or too few
+// of them, are reported.
+func TestLegacyStorages(t *testing.T) {
+	orig, err := os.ReadFile(filepath.Join(fixtures, "benign", "legacy_state_dict.pt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		data []byte
+		want string
+	}{
+		"appended":  {append(slices.Clone(orig), "\x80\x02cos\nsystem\n."...), "models/pickle-trailing-data"},
+		"truncated": {orig[:len(orig)-4], "models/pickle-malformed"},
+	}
+	for name, c := range cases {
+		fs, _ := scanners.ScanBytes(context.Background(), New(), &scanners.Artifact{Path: "old.pt"}, c.data)
+		if got := rulesOf(fs, 0); !slices.Equal(got, []string{c.want}) {
+			t.Errorf("%s: got %v, want [%s]", name, got, c.want)
+		}
+	}
+}
+
+func zipOf(name, data string) string {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	w, _ := zw.Create(name)
+	w.Write([]byte(data))
+	zw.Close()
+	return b.String()
+}
+
+// TestBypassCPython154848 rebuilds the reproduction from python/cpython#154848
+// (FRAME divergence between _pickle.c reading a file and pickletools), with
+// os.system in place of print.
+func TestBypassCPython154848(t *testing.T) {
+	p2 := "cos\nsystem\nVtrue\n\x85R"
+	var p bytes.Buffer
+	p.WriteString("\x80\x05N")
+	p.WriteString("V" + strings.Repeat("a", 8192*16-17) + "\n0(")
+	p.WriteString("\x95\x02\x00\x00\x00\x00\x00\x00\x00")
+	p.WriteString("B\x07\x01\x00\x00\x00\x00")
+	body := p2 + "("
+	body += strings.Repeat("N", 256+5-len(body))
+	p.WriteString(body + "1.")
+	fs, _ := scanners.ScanBytes(context.Background(), New(), &scanners.Artifact{Path: "bug.pkl"}, p.Bytes())
+	got := rulesOf(fs, scanners.SeverityHigh)
+	for _, w := range []string{"models/pickle-malformed", "models/pickle-dangerous-global"} {
+		if !slices.Contains(got, w) {
+			t.Errorf("want %s, got %v", w, got)
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package models
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// TensorFlow ops that run Python or touch the file system (modelscan's and
+// ModelAudit's lists).
+var tfUnsafeOps = map[string]string{
+	"PyFunc": "runs a Python function", "PyFuncStateless": "runs a Python function",
+	"EagerPyFunc": "runs a Python function", "PyCall": "runs a Python function",
+	"ReadFile": "reads a file", "WriteFile": "writes a file", "MatchingFiles": "lists files",
+	"ImmutableConst": "maps a file into memory", "Save": "writes a checkpoint file", "SaveV2": "writes a checkpoint file",
+	"SaveSlices": "writes a checkpoint file", "MergeV2Checkpoints": "moves and deletes checkpoint files",
+	"ShardedFilename": "builds file names", "DeleteFile": "deletes files",
+	"LoadAndRemapMatrix": "reads a checkpoint file", "PrintV2": "writes to a file or stream",
+	"DebugIdentityV2": "writes debug dumps", "TFRecordDataset": "reads files", "FixedLengthRecordDataset": "reads files",
+	"TextLineDataset": "reads files", "DecodeCSV": "parses data", "WholeFileReader": "reads files",
+	"WholeFileReaderV2": "reads files", "DatasetToTFRecord": "writes files", "ExperimentalDatasetToTFRecord": "writes files",
+	"SaveDataset": "writes files", "SnapshotDatasetV2": "writes files",
+}
+
+// Ops every SavedModel has in its saver subgraph, reported only when they
+// are used outside it (a node name not under save/ or saver/).
+var tfSaverOps = map[string]bool{"SaveV2": true, "Save": true, "SaveSlices": true, "MergeV2Checkpoints": true, "ShardedFilename": true, "RestoreV2": true, "StringJoin": true, "StaticRegexFullMatch": true}
+
+var reOpIdent = regexp.MustCompile(`^[A-Z][A-Za-z0-9_]{1,63}$`)
+
+// pbReader reads protobuf bytes through a small block cache so that walking
+// millions of fields costs few reads.
+type pbReader struct {
+	ra   io.ReaderAt
+	size int64
+	buf  []byte
+	at   int64
+}
+
+func (r *pbReader) bytes(off, n int64) []byte {
+	if off < 0 || n < 0 || off+n > r.size {
+		return nil
+	}
+	if n > 64<<10 {
+		b := make([]byte, n)
+		if _, err := r.ra.ReadAt(b, off); err != nil && err != io.EOF {
+			return nil
+		}
+		return b
+	}
+	if r.buf == nil || off < r.at || off+n > r.at+int64(len(r.buf)) {
+		if r.buf == nil {
+			r.buf = make([]byte, 128<<10)
+		}
+		m, _ := r.ra.ReadAt(r.buf[:cap(r.buf)], off)
+		r.buf, r.at = r.buf[:m], off
+		if int64(m) < n {
+			return nil
+		}
+	}
+	return r.buf[off-r.at : off-r.at+n]
+}
+
+func (r *pbReader) varint(off, end int64) (uint64, int64, bool) {
+	n := int64(10)
+	if end-off < n {
+		n = end - off
+	}
+	b := r.bytes(off, n)
+	v, k := binary.Uvarint(b)
+	if k <= 0 {
+		return 0, 0, false
+	}
+	return v, off + int64(k), true
+}
+
+type pbField struct {
+	num   uint64
+	wt    uint64
+	off   int64 // of the value (length-delimited: of the bytes)
+	n     int64
+	short string // length-delimited values up to 4 KiB
+}
+
+// fields parses one message; ok is false when the bytes are not a message.
+func (r *pbReader) fields(off, end int64, max int) ([]pbField, bool) {
+	var out []pbField
+	for off < end {
+		tag, next, ok := r.varint(off, end)
+		if !ok || tag>>3 == 0 {
+			return out, false
+		}
+		f := pbField{num: tag >> 3, wt: tag & 7}
+		off = next
+		switch f.wt {
+		case 0:
+			_, next, ok = r.varint(off, end)
+			if !ok {
+				return out, false
+			}
+			off = next
+		case 1:
+			off += 8
+		case 5:
+			off += 4
+		case 2:
+			l, next, ok := r.varint(off, end)
+			if !ok || l > uint64(end-next) {
+				return out, false
+			}
+			f.off, f.n = next, int64(l)
+			if l <= 4096 {
+				f.short = string(r.bytes(next, int64(l)))
+			}
+			off = next + int64(l)
+		default:
+			return out, false
+		}
+		if off > end {
+			return out, false
+		}
+		if len(out) < max {
+			out = append(out, f)
+		}
+	}
+	return out, true
+}
+
+// protobuf checks a TensorFlow SavedModel or ONNX model, walking the
+// protobuf wire format generically (no generated code for two large schemas
+// of which we need three fields): a NodeDef is a message with a name (1) and
+// an op (2); an ONNX external-data entry is a StringStringEntryProto whose
+// key (1) is "location" and value (2) the path.
+func (sc *scan) protobuf(p place, ra io.ReaderAt, size int64, name string) {
+	r := &pbReader{ra: ra, size: size}
+	top, ok := r.fields(0, size, 1<<20)
+	if !ok || len(top) == 0 {
+		return // not a protobuf after all
+	}
+	onnx := strings.HasSuffix(strings.ToLower(name), ".onnx")
+	seenOps := map[string]bool{}
+	budget := 5_000_000
+	var walk func(fs []pbField, depth int)
+	walk = func(fs []pbField, depth int) {
+		if depth > 32 || budget <= 0 {
+			return
+		}
+		budget -= len(fs)
+		var f1, f2 string
+		for _, f := range fs {
+			if f.wt == 2 && f.num == 1 {
+				f1 = f.short
+			}
+			if f.wt == 2 && f.num == 2 {
+				f2 = f.short
+			}
+		}
+		if why, bad := tfUnsafeOps[f2]; bad && f1 != "" && !onnx && reOpIdent.MatchString(f2) {
+			saver := tfSaverOps[f2] && (strings.HasPrefix(f1, "save") || strings.HasPrefix(f1, "saver") || strings.Contains(f1, "/save") || strings.Contains(f1, "saver"))
+			if !saver && !seenOps[f2+"\x00"+f1] {
+				seenOps[f2+"\x00"+f1] = true
+				sc.add(ruleTFOp, ruleTFOp.Severity,
+					fmt.Sprintf("TensorFlow graph%s has node %q with op %s, which %s when the graph runs. %s", p.in(), f1, f2, why, ruleTFOp.Fix),
+					fmt.Sprintf("node %s op %s", f1, f2))
+			}
+		}
+		if f1 == "location" && f2 != "" {
+			if bad, why := escapes(f2); bad {
+				sc.add(ruleONNXPath, ruleONNXPath.Severity,
+					fmt.Sprintf("ONNX model%s stores tensor data at external location %q, which %s. %s", p.in(), f2, why, ruleONNXPath.Fix),
+					"location "+f2)
+			}
+		}
+		for _, f := range fs {
+			if f.wt != 2 || f.n < 2 {
+				continue
+			}
+			sub, ok := r.fields(f.off, f.off+f.n, 1<<16)
+			if ok {
+				walk(sub, depth+1)
+			}
+		}
+	}
+	walk(top, 0)
+}
+
+// escapes reports whether an external-data location leaves the model's
+// directory.
+func escapes(loc string) (bool, string) {
+	l := strings.ReplaceAll(loc, `\`, "/")
+	switch {
+	case strings.HasPrefix(l, "/"):
+		return true, "is an absolute path"
+	case len(l) >= 2 && l[1] == ':':
+		return true, "is an absolute Windows path"
+	}
+	for _, part := range strings.Split(path.Clean(l), "/") {
+		if part == ".." {
+			return true, "climbs out of the model directory with .."
+		}
+	}
+	for _, part := range strings.Split(l, "/") {
+		if part == ".." {
+			return true, "climbs with .."
+		}
+	}
+	return false, ""
+}

@@ -1,0 +1,158 @@
+package models
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Element sizes in bits of the safetensors dtypes.
+var safetensorsBits = map[string]int64{
+	"BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16,
+	"F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "F64": 64, "I64": 64, "U64": 64,
+	"C64": 64, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+}
+
+type stTensor struct {
+	name    string
+	Dtype   string  `json:"dtype"`
+	Shape   []int64 `json:"shape"`
+	Offsets []int64 `json:"data_offsets"`
+}
+
+// safetensors validates the header the way the safetensors library does:
+// length, JSON, dtypes, shapes against offsets, offsets inside the data,
+// tensors contiguous and not overlapping, data size equal to the file's.
+// The __metadata__ strings go to the strings scanner.
+func (sc *scan) safetensors(p place, ra io.ReaderAt, size int64) {
+	bad := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		sc.add(ruleSafetensors, ruleSafetensors.Severity, fmt.Sprintf("safetensors file%s: %s. %s", p.in(), msg, ruleSafetensors.Fix), msg)
+	}
+	h := make([]byte, 8)
+	if _, err := ra.ReadAt(h, 0); err != nil {
+		bad("cannot read the header length")
+		return
+	}
+	n := int64(binary.LittleEndian.Uint64(h))
+	if n <= 0 || n > 100<<20 || n > size-8 {
+		bad("header length %d does not fit the file (%d bytes) or the 100 MB limit", n, size)
+		return
+	}
+	hdr := make([]byte, n)
+	if _, err := ra.ReadAt(hdr, 8); err != nil && err != io.EOF {
+		bad("cannot read the header")
+		return
+	}
+	if dup := duplicateKey(hdr); dup != "" {
+		bad("header has the key %q twice; readers keep different copies", dup)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(bytes.TrimRight(hdr, " "), &raw); err != nil {
+		bad("header is not a JSON object: %v", err)
+		return
+	}
+	dataLen := size - 8 - n
+	var ts []stTensor
+	for k, v := range raw {
+		if k == "__metadata__" {
+			var md map[string]string
+			if err := json.Unmarshal(v, &md); err != nil {
+				bad("__metadata__ is not a map of strings")
+				continue
+			}
+			var b strings.Builder
+			keys := make([]string, 0, len(md))
+			for mk := range md {
+				keys = append(keys, mk)
+			}
+			sort.Strings(keys)
+			for _, mk := range keys {
+				fmt.Fprintf(&b, "%s: %s\n", mk, md[mk])
+			}
+			sc.strings(p, "safetensors __metadata__", []byte(b.String()))
+			continue
+		}
+		var t stTensor
+		if err := json.Unmarshal(v, &t); err != nil {
+			bad("tensor %q has a bad entry: %v", k, err)
+			continue
+		}
+		t.name = k
+		bits, ok := safetensorsBits[t.Dtype]
+		if !ok {
+			bad("tensor %q has unknown dtype %q", k, t.Dtype)
+			continue
+		}
+		if len(t.Offsets) != 2 || t.Offsets[0] < 0 || t.Offsets[1] < t.Offsets[0] || t.Offsets[1] > dataLen {
+			bad("tensor %q has data_offsets %v outside the %d bytes of data", k, t.Offsets, dataLen)
+			continue
+		}
+		elems := int64(1)
+		overflow := false
+		for _, d := range t.Shape {
+			if d < 0 || (d > 0 && elems > (1<<60)/d) {
+				overflow = true
+				break
+			}
+			elems *= d
+		}
+		if overflow {
+			bad("tensor %q has a bad shape %v", k, t.Shape)
+			continue
+		}
+		if want := (elems*bits + 7) / 8; want != t.Offsets[1]-t.Offsets[0] {
+			bad("tensor %q: shape %v of %s needs %d bytes, data_offsets give %d", k, t.Shape, t.Dtype, want, t.Offsets[1]-t.Offsets[0])
+		}
+		ts = append(ts, t)
+	}
+	sort.Slice(ts, func(i, j int) bool {
+		if ts[i].Offsets[0] != ts[j].Offsets[0] {
+			return ts[i].Offsets[0] < ts[j].Offsets[0]
+		}
+		return ts[i].name < ts[j].name
+	})
+	end := int64(0)
+	for _, t := range ts {
+		if t.Offsets[0] < end {
+			bad("tensor %q overlaps the tensor before it (offset %d < %d)", t.name, t.Offsets[0], end)
+		} else if t.Offsets[0] > end {
+			bad("%d bytes before tensor %q belong to no tensor", t.Offsets[0]-end, t.name)
+		}
+		if t.Offsets[1] > end {
+			end = t.Offsets[1]
+		}
+	}
+	if end != dataLen && len(ts) > 0 {
+		bad("the tensors cover %d bytes but the file holds %d bytes of data", end, dataLen)
+	}
+}
+
+// duplicateKey returns a top-level key that occurs twice in a JSON object.
+func duplicateKey(b []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		k, _ := t.(string)
+		if seen[k] {
+			return k
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return ""
+		}
+	}
+	return ""
+}

@@ -1,0 +1,173 @@
+package models
+
+import (
+	"bytes"
+	"encoding/binary"
+	"path"
+	"strings"
+
+	"github.com/mlwarden/mlwarden/scanners/models/pickle"
+)
+
+type format int
+
+const (
+	fmtUnknown format = iota
+	fmtPickle
+	fmtTorchLegacy
+	fmtZip
+	fmtTar
+	fmt7z
+	fmtGzip
+	fmtBzip2
+	fmtXz
+	fmtLzma
+	fmtZlib
+	fmtLz4
+	fmtJoblibZF
+	fmtNpy
+	fmtGGUF
+	fmtHDF5
+	fmtSafetensors
+	fmtProtobuf
+)
+
+var formatNames = map[format]string{
+	fmtPickle: "pickle", fmtTorchLegacy: "PyTorch legacy", fmtZip: "zip", fmtTar: "tar",
+	fmt7z: "7z", fmtGzip: "gzip", fmtBzip2: "bzip2", fmtXz: "xz", fmtLzma: "lzma", fmtZlib: "zlib",
+	fmtLz4: "lz4", fmtJoblibZF: "joblib zfile", fmtNpy: "npy", fmtGGUF: "GGUF", fmtHDF5: "HDF5",
+	fmtSafetensors: "safetensors", fmtProtobuf: "protobuf",
+}
+
+func (f format) String() string { return formatNames[f] }
+
+// legacyMagic is how PyTorch's legacy (non-zip) format starts: protocol 2,
+// then LONG1 of the magic number 0x1950a86a20f9469cfc6c.
+var legacyMagic = []byte{0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19}
+
+// pickleNames are names that say a file is a pickle whatever it starts with.
+var pickleExts = map[string]bool{
+	".pkl": true, ".pickle": true, ".joblib": true, ".pt": true, ".pth": true, ".ckpt": true,
+	".dill": true, ".sav": true, ".p": true,
+}
+
+func hasPickleName(name string) bool {
+	return pickleExts[strings.ToLower(path.Ext(name))]
+}
+
+// sniff decides a format from the first bytes (and, only where a format has
+// no magic, from the name together with the content's structure).
+func sniff(head []byte, size int64, name string) format {
+	switch {
+	case len(head) < 2:
+		return fmtUnknown
+	case bytes.HasPrefix(head, legacyMagic):
+		return fmtTorchLegacy
+	case head[0] == 0x80 && head[1] >= 2 && head[1] <= 5 && (len(head) < 3 || pickle.IsOpcode(head[2])):
+		return fmtPickle
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")), bytes.HasPrefix(head, []byte("PK\x05\x06")):
+		return fmtZip
+	case bytes.HasPrefix(head, []byte("7z\xbc\xaf\x27\x1c")):
+		return fmt7z
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		return fmtGzip
+	case bytes.HasPrefix(head, []byte("BZh")) && len(head) > 3 && head[3] >= '1' && head[3] <= '9':
+		return fmtBzip2
+	case bytes.HasPrefix(head, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
+		return fmtXz
+	case bytes.HasPrefix(head, []byte{0x04, 0x22, 0x4d, 0x18}):
+		return fmtLz4
+	case bytes.HasPrefix(head, []byte("\x93NUMPY")):
+		return fmtNpy
+	case bytes.HasPrefix(head, []byte("GGUF")):
+		return fmtGGUF
+	case bytes.HasPrefix(head, []byte("\x89HDF\r\n\x1a\n")):
+		return fmtHDF5
+	case len(head) >= 262 && bytes.Equal(head[257:262], []byte("ustar")):
+		return fmtTar
+	case bytes.HasPrefix(head, []byte("ZF0x")):
+		return fmtJoblibZF
+	}
+	if isLzmaAlone(head) {
+		return fmtLzma
+	}
+	if isZlib(head) && hasPickleName(name) {
+		return fmtZlib
+	}
+	if isSafetensors(head, size) {
+		return fmtSafetensors
+	}
+	if isProtoModel(head, name) {
+		return fmtProtobuf
+	}
+	if looksLikeProto0Pickle(head, size, name) {
+		return fmtPickle
+	}
+	return fmtUnknown
+}
+
+// isLzmaAlone matches the .lzma ("alone") header joblib's lzma compressor
+// writes: properties byte 0x5d, a power-of-two dictionary size and an
+// unknown (-1) or plausible uncompressed size.
+func isLzmaAlone(h []byte) bool {
+	if len(h) < 13 || h[0] != 0x5d {
+		return false
+	}
+	dict := binary.LittleEndian.Uint32(h[1:5])
+	if dict == 0 || dict&(dict-1) != 0 {
+		return false
+	}
+	return binary.LittleEndian.Uint64(h[5:13]) == ^uint64(0) || h[12] == 0
+}
+
+func isZlib(h []byte) bool {
+	return len(h) >= 2 && h[0] == 0x78 && (uint16(h[0])<<8|uint16(h[1]))%31 == 0
+}
+
+// isSafetensors: an 8-byte little-endian header length that fits the file,
+// then a JSON object.
+func isSafetensors(h []byte, size int64) bool {
+	if len(h) < 10 {
+		return false
+	}
+	n := binary.LittleEndian.Uint64(h[:8])
+	if n < 2 || (size > 0 && n > uint64(size-8)) || n > 100<<20 {
+		return false
+	}
+	return h[8] == '{' && (bytes.HasPrefix(h[9:], []byte(`"`)) || bytes.HasPrefix(h[9:], []byte("}")) || h[9] == ' ' || h[9] == '\n')
+}
+
+// isProtoModel: protobuf has no magic, so a TensorFlow SavedModel or an
+// ONNX model is recognised by its name together with the first field
+// (saved_model_schema_version or ir_version, field 1 varint).
+func isProtoModel(h []byte, name string) bool {
+	base := strings.ToLower(path.Base(name))
+	if len(h) >= 3 && h[0] == 0x0a && base == "keras_metadata.pb" {
+		return true // SavedMetadata starts with its repeated nodes field
+	}
+	if len(h) < 3 || h[0] != 0x08 {
+		return false
+	}
+	return base == "saved_model.pb" || base == "keras_metadata.pb" || strings.HasSuffix(base, ".onnx") || strings.HasSuffix(base, ".pb")
+}
+
+// looksLikeProto0Pickle recognises protocol 0 and 1 pickles, which have no
+// PROTO opcode: the head must walk as a pickle to STOP, or for a long way.
+func looksLikeProto0Pickle(h []byte, size int64, name string) bool {
+	if len(h) < 4 || !strings.ContainsRune("(c]})NIVSlLdKJGUTXp", rune(h[0])) {
+		return false
+	}
+	res := pickle.Walk(bytes.NewReader(h), pickle.Limits{MaxStreams: 1})
+	clean := len(res.Problems) == 0
+	if clean && res.Ops >= 3 {
+		return true // reached STOP within the head
+	}
+	if hasPickleName(name) && res.Ops >= 2 {
+		return true
+	}
+	// Only truncation at the end of the head is acceptable for a long pickle.
+	if len(res.Problems) == 1 && int64(len(h)) < size && res.Ops >= 64 && strings.HasPrefix(res.Problems[0].Msg, "truncated") {
+		return true
+	}
+	return false
+}

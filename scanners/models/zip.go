@@ -1,0 +1,378 @@
+package models
+
+import (
+	"bytes"
+	"compress/bzip2"
+	"compress/flate"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Why our own zip reader and not archive/zip: a checkpoint must be read the
+// way PyTorch's reader (miniz) reads it, not the way Python's zipfile does,
+// because the differences are how pickles are hidden (duplicate names, local
+// header names that differ from the central directory, odd flag bits, bad
+// CRCs: picklescan GHSA-w8jq-xcqf-f792, GHSA-7q5r-7gvp-wc82, CVE-2025-10156).
+// We read the central directory, visit every entry by its offset (both
+// copies of a duplicate name), compare each local header with its central
+// entry and report every difference, and never stop at one bad entry.
+// archive/zip hides the local header offset and refuses some archives that
+// miniz opens. Only the directory and the members we analyse are read, so a
+// 2 GB checkpoint costs its pickle, not its tensors.
+
+type zipEntry struct {
+	name        string
+	flags       uint16
+	method      uint16
+	crc         uint32
+	csize       uint64
+	usize       uint64
+	localOffset uint64
+	dataOffset  int64 // filled from the local header
+	localName   string
+}
+
+const (
+	sigEOCD      = 0x06054b50
+	sigEOCD64    = 0x06064b50
+	sigLocator64 = 0x07064b50
+	sigCentral   = 0x02014b50
+	sigLocal     = 0x04034b50
+)
+
+// readZipDir reads the central directory.
+func readZipDir(ra io.ReaderAt, size int64, maxEntries int) ([]zipEntry, error) {
+	tail := int64(65535 + 22 + 20)
+	if tail > size {
+		tail = size
+	}
+	buf := make([]byte, tail)
+	if _, err := ra.ReadAt(buf, size-tail); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read zip end: %w", err)
+	}
+	i := bytes.LastIndex(buf, []byte("PK\x05\x06"))
+	if i < 0 || len(buf)-i < 22 {
+		return nil, errors.New("no end of central directory record")
+	}
+	eocd := buf[i:]
+	entries := uint64(binary.LittleEndian.Uint16(eocd[10:]))
+	cdSize := uint64(binary.LittleEndian.Uint32(eocd[12:]))
+	cdOff := uint64(binary.LittleEndian.Uint32(eocd[16:]))
+	if i >= 20 && binary.LittleEndian.Uint32(buf[i-20:]) == sigLocator64 {
+		off := binary.LittleEndian.Uint64(buf[i-20+8:])
+		rec := make([]byte, 56)
+		if off < uint64(size) {
+			if _, err := ra.ReadAt(rec, int64(off)); err == nil && binary.LittleEndian.Uint32(rec) == sigEOCD64 {
+				entries = binary.LittleEndian.Uint64(rec[32:])
+				cdSize = binary.LittleEndian.Uint64(rec[40:])
+				cdOff = binary.LittleEndian.Uint64(rec[48:])
+			}
+		}
+	}
+	if cdOff > uint64(size) || cdSize > uint64(size)-cdOff || cdSize > 64<<20 {
+		return nil, fmt.Errorf("central directory (offset %d, size %d) outside the file", cdOff, cdSize)
+	}
+	if entries > uint64(maxEntries) {
+		return nil, fmt.Errorf("%d entries, more than the limit of %d", entries, maxEntries)
+	}
+	cd := make([]byte, cdSize)
+	if _, err := ra.ReadAt(cd, int64(cdOff)); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read central directory: %w", err)
+	}
+	var out []zipEntry
+	for len(cd) >= 46 && binary.LittleEndian.Uint32(cd) == sigCentral {
+		e := zipEntry{
+			flags:       binary.LittleEndian.Uint16(cd[8:]),
+			method:      binary.LittleEndian.Uint16(cd[10:]),
+			crc:         binary.LittleEndian.Uint32(cd[16:]),
+			csize:       uint64(binary.LittleEndian.Uint32(cd[20:])),
+			usize:       uint64(binary.LittleEndian.Uint32(cd[24:])),
+			localOffset: uint64(binary.LittleEndian.Uint32(cd[42:])),
+		}
+		nl, xl, cl := int(binary.LittleEndian.Uint16(cd[28:])), int(binary.LittleEndian.Uint16(cd[30:])), int(binary.LittleEndian.Uint16(cd[32:]))
+		if 46+nl+xl+cl > len(cd) {
+			return out, errors.New("central directory entry runs past the directory")
+		}
+		e.name = string(cd[46 : 46+nl])
+		zip64Extra(cd[46+nl:46+nl+xl], &e)
+		out = append(out, e)
+		if len(out) > maxEntries {
+			return out, fmt.Errorf("more than %d entries", maxEntries)
+		}
+		cd = cd[46+nl+xl+cl:]
+	}
+	if uint64(len(out)) != entries && entries != 0xffff {
+		return out, fmt.Errorf("end record says %d entries, the directory holds %d", entries, len(out))
+	}
+	return out, nil
+}
+
+func zip64Extra(x []byte, e *zipEntry) {
+	for len(x) >= 4 {
+		id, n := binary.LittleEndian.Uint16(x), int(binary.LittleEndian.Uint16(x[2:]))
+		if 4+n > len(x) {
+			return
+		}
+		if id == 1 {
+			d := x[4 : 4+n]
+			next := func() uint64 {
+				if len(d) < 8 {
+					return 0
+				}
+				v := binary.LittleEndian.Uint64(d)
+				d = d[8:]
+				return v
+			}
+			if e.usize == 0xffffffff {
+				e.usize = next()
+			}
+			if e.csize == 0xffffffff {
+				e.csize = next()
+			}
+			if e.localOffset == 0xffffffff {
+				e.localOffset = next()
+			}
+		}
+		x = x[4+n:]
+	}
+}
+
+// readLocal reads e's local header; it fills dataOffset and localName.
+func readLocal(ra io.ReaderAt, size int64, e *zipEntry) error {
+	if e.localOffset+30 > uint64(size) {
+		return fmt.Errorf("local header offset %d outside the file", e.localOffset)
+	}
+	h := make([]byte, 30)
+	if _, err := ra.ReadAt(h, int64(e.localOffset)); err != nil {
+		return fmt.Errorf("read local header: %w", err)
+	}
+	if binary.LittleEndian.Uint32(h) != sigLocal {
+		return fmt.Errorf("no local header at offset %d", e.localOffset)
+	}
+	nl, xl := int64(binary.LittleEndian.Uint16(h[26:])), int64(binary.LittleEndian.Uint16(h[28:]))
+	name := make([]byte, nl)
+	if _, err := ra.ReadAt(name, int64(e.localOffset)+30); err != nil {
+		return fmt.Errorf("read local header name: %w", err)
+	}
+	e.localName = string(name)
+	e.dataOffset = int64(e.localOffset) + 30 + nl + xl
+	if e.dataOffset > size || e.csize > uint64(size-e.dataOffset) {
+		return fmt.Errorf("data (offset %d, %d bytes) runs past the end of the file", e.dataOffset, e.csize)
+	}
+	return nil
+}
+
+// scanLocalHeaders finds entries by walking local headers from the start,
+// for archives whose central directory cannot be read.
+func scanLocalHeaders(ra io.ReaderAt, size int64, max int) []zipEntry {
+	var out []zipEntry
+	off := int64(0)
+	h := make([]byte, 30)
+	for off+30 <= size && len(out) < max {
+		if _, err := ra.ReadAt(h, off); err != nil || binary.LittleEndian.Uint32(h) != sigLocal {
+			// Look for the next local header in the next 1 MiB.
+			next := findSig(ra, size, off+1, 1<<20)
+			if next < 0 {
+				break
+			}
+			off = next
+			continue
+		}
+		e := zipEntry{
+			flags:       binary.LittleEndian.Uint16(h[6:]),
+			method:      binary.LittleEndian.Uint16(h[8:]),
+			crc:         binary.LittleEndian.Uint32(h[14:]),
+			csize:       uint64(binary.LittleEndian.Uint32(h[18:])),
+			usize:       uint64(binary.LittleEndian.Uint32(h[22:])),
+			localOffset: uint64(off),
+		}
+		if err := readLocal(ra, size, &e); err != nil {
+			e.csize = 0
+			if e.dataOffset == 0 {
+				break
+			}
+		}
+		e.name = e.localName
+		if e.flags&0x8 != 0 || e.csize == 0 {
+			// Size in a data descriptor: find where the next header starts.
+			next := findSig(ra, size, e.dataOffset, 1<<30)
+			if next < 0 {
+				next = size
+			}
+			e.csize = uint64(next - e.dataOffset)
+		}
+		out = append(out, e)
+		off = e.dataOffset + int64(e.csize)
+	}
+	return out
+}
+
+func findSig(ra io.ReaderAt, size, from, limit int64) int64 {
+	buf := make([]byte, 64<<10)
+	for pos := from; pos < size && pos-from < limit; pos += int64(len(buf)) - 3 {
+		n, _ := ra.ReadAt(buf, pos)
+		if n < 4 {
+			return -1
+		}
+		if i := bytes.Index(buf[:n], []byte("PK\x03\x04")); i >= 0 {
+			return pos + int64(i)
+		}
+		if i := bytes.Index(buf[:n], []byte("PK\x01\x02")); i >= 0 {
+			return pos + int64(i)
+		}
+	}
+	return -1
+}
+
+// open returns a reader of e's uncompressed bytes.
+func (e *zipEntry) open(ra io.ReaderAt) (io.ReadCloser, error) {
+	raw := io.NewSectionReader(ra, e.dataOffset, int64(e.csize))
+	switch e.method {
+	case 0:
+		return io.NopCloser(raw), nil
+	case 8:
+		return flate.NewReader(raw), nil
+	case 12:
+		return io.NopCloser(bzip2.NewReader(raw)), nil
+	case 93:
+		d, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+		if err != nil {
+			return nil, err
+		}
+		return d.IOReadCloser(), nil
+	}
+	return nil, fmt.Errorf("unsupported compression method %d", e.method)
+}
+
+// zipLayout says what kind of zip this is from its names.
+type zipLayout struct {
+	torchPrefix string // "archive" for archive/data.pkl
+	keras       bool   // config.json + metadata.json or model.weights.h5 at the root
+}
+
+func layoutOf(es []zipEntry) zipLayout {
+	var l zipLayout
+	root := map[string]bool{}
+	for _, e := range es {
+		if dir, base := path.Split(e.name); base == "data.pkl" && strings.Count(dir, "/") == 1 {
+			l.torchPrefix = strings.TrimSuffix(dir, "/")
+		}
+		if !strings.Contains(e.name, "/") {
+			root[e.name] = true
+		}
+	}
+	l.keras = root["config.json"] && (root["metadata.json"] || root["model.weights.h5"])
+	return l
+}
+
+// zip scans a zip archive's members.
+func (sc *scan) zip(p place, ra io.ReaderAt, size int64, depth int) {
+	es, err := readZipDir(ra, size, sc.s.lim.MaxMembers)
+	if err != nil {
+		sc.add(ruleArchive, ruleArchive.Severity,
+			fmt.Sprintf("Zip archive%s cannot be read the normal way (%v); its entries were found by walking local headers instead. PyTorch and Python's zipfile may read such a file differently, which hides content from scanners. %s", p.in(), err, ruleArchive.Fix),
+			"zip: "+err.Error())
+		if len(es) == 0 {
+			es = scanLocalHeaders(ra, size, sc.s.lim.MaxMembers)
+		}
+	}
+	lay := layoutOf(es)
+	seen := map[string]int{}
+	for i := range es {
+		e := &es[i]
+		seen[e.name]++
+		if seen[e.name] == 2 {
+			sc.add(ruleArchive, ruleArchive.Severity,
+				fmt.Sprintf("Zip archive%s has more than one entry named %q: PyTorch loads the first, Python's zipfile the last, so a scanner using one misses the other (duplicate-entry bypass). Every copy is scanned. %s", p.in(), e.name, ruleArchive.Fix),
+				"duplicate entry "+e.name)
+		}
+	}
+	for i := range es {
+		if sc.ctx.Err() != nil {
+			return
+		}
+		e := &es[i]
+		sc.members++
+		if sc.members > sc.s.lim.MaxMembers {
+			sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("More than %d archive members%s: the rest were not scanned. %s", sc.s.lim.MaxMembers, p.in(), ruleUnscannable.Fix), "member limit")
+			return
+		}
+		if strings.HasSuffix(e.name, "/") && e.usize == 0 {
+			continue
+		}
+		if e.dataOffset == 0 {
+			if err := readLocal(ra, size, e); err != nil {
+				sc.add(ruleArchive, ruleArchive.Severity, fmt.Sprintf("Zip entry %q%s cannot be read: %v. %s", e.name, p.in(), err, ruleArchive.Fix), "entry "+e.name)
+				continue
+			}
+			if e.localName != e.name {
+				sc.add(ruleArchive, ruleArchive.Severity,
+					fmt.Sprintf("Zip entry %q%s has the name %q in its local header: readers that trust one or the other see different files (CVE-2025-1944). %s", e.name, p.in(), e.localName, ruleArchive.Fix),
+					"local name "+e.localName)
+			}
+		}
+		if e.flags&0x61 != 0 {
+			sc.add(ruleArchive, ruleArchive.Severity,
+				fmt.Sprintf("Zip entry %q%s has general-purpose flag bits 0x%04x (encryption/patched/strong-encryption) that make Python's zipfile refuse it while other readers may load it (CVE-2025-1945). %s", e.name, p.in(), e.flags&0x61, ruleArchive.Fix),
+				fmt.Sprintf("flags 0x%04x on %s", e.flags, e.name))
+		}
+		if lay.torchPrefix != "" && strings.HasPrefix(e.name, lay.torchPrefix+"/data/") {
+			continue // tensor storage: raw bytes PyTorch never unpickles
+		}
+		sc.zipMember(p, ra, e, lay, depth)
+	}
+}
+
+func (sc *scan) zipMember(p place, ra io.ReaderAt, e *zipEntry, lay zipLayout, depth int) {
+	mp := p.child(e.name)
+	rc, err := e.open(ra)
+	if err != nil {
+		sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("Zip entry %q%s was not scanned: %v. %s", e.name, p.in(), err, ruleUnscannable.Fix), "entry "+e.name)
+		return
+	}
+	defer rc.Close()
+	if e.method == 0 && e.usize != e.csize {
+		sc.add(ruleArchive, ruleArchive.Severity, fmt.Sprintf("Stored zip entry %q%s says %d bytes uncompressed but holds %d. %s", e.name, p.in(), e.usize, e.csize, ruleArchive.Fix), "size mismatch "+e.name)
+	}
+	if lay.keras && (e.name == "config.json" || e.name == "metadata.json") {
+		data, _ := io.ReadAll(io.LimitReader(rc, 64<<20))
+		sc.kerasJSON(mp, data)
+		return
+	}
+	var src io.Reader = rc
+	if e.method != 0 {
+		src = &budgetReader{r: rc, sc: sc}
+	}
+	var crc = crc32.NewIEEE()
+	counted := &countingReader{r: io.TeeReader(src, crc)}
+	ok := sc.stream(mp, counted, int64(e.usize), e.name, depth+1, e.method == 0, func() (io.ReaderAt, int64) {
+		return io.NewSectionReader(ra, e.dataOffset, int64(e.csize)), int64(e.csize)
+	})
+	if ok && counted.n == int64(e.usize) && counted.eof && crc.Sum32() != e.crc {
+		sc.add(ruleArchive, ruleArchive.Severity,
+			fmt.Sprintf("Zip entry %q%s fails its CRC-32 check: Python's zipfile refuses it while PyTorch loads it, so scanners built on zipfile skip it (CVE-2025-10156). It was scanned. %s", e.name, p.in(), ruleArchive.Fix),
+			fmt.Sprintf("crc %08x, header says %08x", crc.Sum32(), e.crc))
+	}
+}
+
+type countingReader struct {
+	r   io.Reader
+	n   int64
+	eof bool
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	if err == io.EOF {
+		c.eof = true
+	}
+	return n, err
+}
