@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mlwarden/mlwarden/scanners/catalog"
+	"github.com/mlwarden/mlwarden/scanners/source"
+	"github.com/mlwarden/mlwarden/server"
+	"github.com/mlwarden/mlwarden/server/imagescan"
+	"github.com/mlwarden/mlwarden/server/verdict"
+)
+
+// serveOptions are the flags of `mlwarden serve`.
+type serveOptions struct {
+	listen       string
+	tlsCert      string
+	tlsKey       string
+	insecureHTTP bool
+	config       string
+	store        string
+	checks       string
+	insecureRegs []string
+	logLevel     string
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Answer admission reviews, registry push events and Harbor scans",
+		Long: `serve runs mlwarden as a service:
+
+  POST /admission         Kubernetes validating admission webhook (AdmissionReview v1)
+  POST /registry/events   registry push notifications: scan each pushed manifest
+  /api/v1/...             Harbor pluggable scanner adapter (spec 1.1/1.2)
+  /healthz /readyz        probes; /metrics for Prometheus
+
+Verdicts are kept by image digest and rules version, in a bbolt file and,
+with store.referrers in the config, in the registry as signed referrers so
+that every replica reads the same verdict. Logs are JSON on stderr.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, a, &o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", ":8443", "address to listen on")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM); reloaded when it changes")
+	f.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	f.BoolVar(&o.insecureHTTP, "insecure-http", false, "allow plain HTTP on a non-loopback address")
+	f.StringVar(&o.config, "config", "", "server configuration file (policies, namespaces, events, store)")
+	f.StringVar(&o.store, "store", "", "bbolt verdict store file (overrides store.path)")
+	f.StringVar(&o.checks, "checks", "all", "comma list of checks run on images")
+	f.StringSliceVar(&o.insecureRegs, "insecure-registry", nil, "registry host reached over plain HTTP (repeatable)")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func runServe(cmd *cobra.Command, a *app, o *serveOptions) error {
+	lc := server.ListenConfig{Addr: o.listen, CertFile: o.tlsCert, KeyFile: o.tlsKey, InsecureHTTP: o.insecureHTTP}
+	if err := server.CheckListen(lc); err != nil {
+		return usageError("%v", err)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return usageError("--log-level: %v", err)
+	}
+	log := slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg := server.DefaultConfig()
+	if o.config != "" {
+		var err error
+		if cfg, err = server.LoadConfig(o.config); err != nil {
+			return usageError("%v", err)
+		}
+	}
+	if o.store != "" {
+		cfg.Store.Path = o.store
+	}
+	checks, err := catalog.ParseChecks(o.checks)
+	if err != nil {
+		return usageError("--checks: %v", err)
+	}
+	scs, err := catalog.New(catalog.Options{Checks: checks})
+	if err != nil {
+		return err
+	}
+	rv := server.RulesVersion(a.build.Version, checks, catalog.RulesOf(scs))
+	scanner := imagescan.New(scs, imagescan.WithImageOptions(source.ImageOptions{
+		RulesVersion: rv,
+		Insecure:     o.insecureRegs,
+	}))
+
+	store, closeStore, err := openServeStore(cfg.Store)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	srv, err := server.New(
+		server.WithConfig(cfg),
+		server.WithScanner(scanner),
+		server.WithStore(store),
+		server.WithLogger(log),
+		server.WithRulesVersion(rv),
+		server.WithVersion(a.build.Version),
+		server.WithInsecureRegistries(o.insecureRegs...),
+	)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if err := srv.Run(cmd.Context(), lc, nil); err != nil && !errors.Is(err, cmd.Context().Err()) {
+		return err
+	}
+	return nil
+}
+
+// openServeStore opens the verdict stores the config names: the bbolt file
+// (or memory), then the registry referrers when enabled.
+func openServeStore(c server.StoreConfig) (verdict.Store, func(), error) {
+	var local verdict.Store = verdict.NewMemory()
+	closeFn := func() {}
+	if c.Path != "" {
+		b, err := verdict.OpenBolt(c.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		local, closeFn = b, func() { b.Close() }
+	}
+	if !c.Referrers {
+		return local, closeFn, nil
+	}
+	if c.PublicKey == "" {
+		closeFn()
+		return nil, nil, usageError("store.referrers needs store.public-key to verify verdicts read back")
+	}
+	ver, err := verdict.LoadPublicKey(c.PublicKey)
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	ropts := []verdict.ReferrersOption{verdict.WithVerifier(ver)}
+	if c.Key != "" {
+		env := c.KeyPasswordEnv
+		if env == "" {
+			env = "COSIGN_PASSWORD"
+		}
+		sv, err := verdict.LoadCosignKey(c.Key, []byte(os.Getenv(env)))
+		if err != nil {
+			closeFn()
+			return nil, nil, fmt.Errorf("store.key: %w", err)
+		}
+		ropts = append(ropts, verdict.WithSigner(sv))
+	}
+	reg, err := verdict.NewReferrers(ropts...)
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return verdict.Chain{local, reg}, closeFn, nil
+}

@@ -1,0 +1,266 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// Action is what a policy does when its condition holds.
+type Action string
+
+// Actions. A policy left empty inherits from the level above.
+const (
+	Deny  Action = "deny"
+	Warn  Action = "warn"
+	Allow Action = "allow"
+	// Scan (no-verdict only) scans the image inline within the deadline.
+	Scan Action = "scan"
+)
+
+// Policy is what the admission webhook enforces. Every field may be left
+// empty in a per-namespace override to inherit the server-wide value.
+type Policy struct {
+	// FailOn denies an image whose verdict has a finding at or above it, and
+	// a Pod with a misconfiguration at or above it (default high).
+	FailOn string `yaml:"fail-on,omitempty"`
+	// Digest is what to do with an image referenced by tag (default warn).
+	Digest Action `yaml:"digest,omitempty"`
+	// NoVerdict is what to do when no verdict is kept for the digest:
+	// deny, warn (and queue a scan) or scan (default: scan inline).
+	NoVerdict Action `yaml:"no-verdict,omitempty"`
+	// Fallback answers when the inline scan missed its deadline or failed
+	// (deny or warn; default warn).
+	Fallback Action `yaml:"fallback,omitempty"`
+	// Signatures is what to do when the signature check fails: deny, warn or
+	// allow (default warn; allow when no verifier is configured).
+	Signatures Action `yaml:"signatures,omitempty"`
+	// Misconfig is what to do with Pod misconfigurations below fail-on
+	// (warn or allow; default warn). Those at or above fail-on deny.
+	Misconfig Action `yaml:"misconfig,omitempty"`
+}
+
+// Config is the server's configuration file (--config).
+type Config struct {
+	Policy `yaml:",inline"`
+	// Namespaces override the policy per namespace.
+	Namespaces map[string]Policy `yaml:"namespaces,omitempty"`
+	// ScanDeadline bounds an inline scan; keep it below the webhook's
+	// timeoutSeconds (default 7s for the 10s timeout in deploy/).
+	ScanDeadline time.Duration `yaml:"scan-deadline,omitempty"`
+	// TagTTL is how long a tag's resolved digest is reused (default 30s).
+	TagTTL time.Duration `yaml:"tag-ttl,omitempty"`
+	// Events configures POST /registry/events.
+	Events EventsConfig `yaml:"events,omitempty"`
+	// Harbor configures the Harbor scanner adapter API (/api/v1).
+	Harbor HarborConfig `yaml:"harbor,omitempty"`
+	// Workers scan queued images (default 2); QueueSize bounds the queue
+	// (default 256).
+	Workers   int `yaml:"workers,omitempty"`
+	QueueSize int `yaml:"queue-size,omitempty"`
+	// Retries is how often a failed queued scan is tried again (default 3),
+	// with back-off starting at RetryBackoff (default 2s) and doubling.
+	Retries      int           `yaml:"retries,omitempty"`
+	RetryBackoff time.Duration `yaml:"retry-backoff,omitempty"`
+	// Store configures where verdicts are kept.
+	Store StoreConfig `yaml:"store,omitempty"`
+}
+
+// TokenSource is a shared secret compared with a request's
+// "Authorization: Bearer TOKEN" (or the bare header value, for clients that
+// send a shared secret as is). TokenFile reads it from a file (a mounted
+// Secret), TokenEnv from the environment.
+type TokenSource struct {
+	Token     string `yaml:"token,omitempty"`
+	TokenFile string `yaml:"token-file,omitempty"`
+	TokenEnv  string `yaml:"token-env,omitempty"`
+}
+
+// HarborConfig authenticates Harbor's calls to the scanner adapter API.
+// With no token, the adapter API is open (Harbor's registration then uses
+// no authorization), as Harbor's own adapters default to.
+type HarborConfig struct {
+	TokenSource `yaml:",inline"`
+}
+
+// EventsConfig authenticates the registry's notifications. With no token
+// the endpoint is disabled.
+type EventsConfig struct {
+	TokenSource `yaml:",inline"`
+	// Registry, when set, replaces the host the event names (for a registry
+	// that knows itself by another name than the server reaches it by).
+	Registry string `yaml:"registry,omitempty"`
+}
+
+// StoreConfig says where verdicts are kept.
+type StoreConfig struct {
+	// Path of the bbolt file (default: verdicts kept in memory only).
+	Path string `yaml:"path,omitempty"`
+	// Referrers also writes each verdict to the registry as a signed OCI
+	// referrer of the scanned digest, and reads verdicts from there.
+	Referrers bool `yaml:"referrers,omitempty"`
+	// Key is the cosign private key that signs verdicts; its password is
+	// read from the environment variable KeyPasswordEnv (default
+	// COSIGN_PASSWORD). PublicKey verifies the verdicts read back.
+	Key            string `yaml:"key,omitempty"`
+	KeyPasswordEnv string `yaml:"key-password-env,omitempty"`
+	PublicKey      string `yaml:"public-key,omitempty"`
+}
+
+// DefaultConfig returns the configuration used without a file.
+func DefaultConfig() Config {
+	return Config{
+		Policy: Policy{
+			FailOn:     "high",
+			Digest:     Warn,
+			NoVerdict:  Scan,
+			Fallback:   Warn,
+			Signatures: Warn,
+			Misconfig:  Warn,
+		},
+		ScanDeadline: 7 * time.Second,
+		TagTTL:       30 * time.Second,
+		Workers:      2,
+		QueueSize:    256,
+		Retries:      3,
+		RetryBackoff: 2 * time.Second,
+	}
+}
+
+// LoadConfig reads a configuration file over the defaults. Unknown keys are
+// an error, so that a misspelt policy is not silently ignored.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	return ParseConfig(data)
+}
+
+// ParseConfig reads configuration YAML over the defaults.
+func ParseConfig(data []byte) (Config, error) {
+	c := DefaultConfig()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && err != io.EOF {
+		return Config{}, fmt.Errorf("parse config: %w", err)
+	}
+	if err := c.validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func (c *Config) validate() error {
+	check := func(where string, p Policy) error {
+		if p.FailOn != "" {
+			if _, err := scanners.ParseSeverity(p.FailOn); err != nil {
+				return fmt.Errorf("config %sfail-on: %w", where, err)
+			}
+		}
+		for _, f := range []struct {
+			key   string
+			v     Action
+			valid []Action
+		}{
+			{"digest", p.Digest, []Action{Deny, Warn, Allow}},
+			{"no-verdict", p.NoVerdict, []Action{Deny, Warn, Scan}},
+			{"fallback", p.Fallback, []Action{Deny, Warn}},
+			{"signatures", p.Signatures, []Action{Deny, Warn, Allow}},
+			{"misconfig", p.Misconfig, []Action{Warn, Allow}},
+		} {
+			if f.v == "" {
+				continue
+			}
+			ok := false
+			for _, a := range f.valid {
+				ok = ok || f.v == a
+			}
+			if !ok {
+				return fmt.Errorf("config %s%s: %q is not one of %v", where, f.key, f.v, f.valid)
+			}
+		}
+		return nil
+	}
+	if err := check("", c.Policy); err != nil {
+		return err
+	}
+	for ns, p := range c.Namespaces {
+		if err := check("namespaces."+ns+".", p); err != nil {
+			return err
+		}
+	}
+	if c.Workers < 1 || c.QueueSize < 1 {
+		return fmt.Errorf("config: workers and queue-size must be at least 1")
+	}
+	return nil
+}
+
+// policyFor returns the policy for a namespace: the namespace's override on
+// top of the server-wide policy.
+func (c *Config) policyFor(ns string) Policy {
+	p := c.Policy
+	o, ok := c.Namespaces[ns]
+	if !ok {
+		return p
+	}
+	if o.FailOn != "" {
+		p.FailOn = o.FailOn
+	}
+	for _, f := range []struct{ dst, src *Action }{
+		{&p.Digest, &o.Digest}, {&p.NoVerdict, &o.NoVerdict}, {&p.Fallback, &o.Fallback},
+		{&p.Signatures, &o.Signatures}, {&p.Misconfig, &o.Misconfig},
+	} {
+		if *f.src != "" {
+			*f.dst = *f.src
+		}
+	}
+	return p
+}
+
+// failOn parses the policy's threshold; validate has checked it.
+func (p Policy) failOn() scanners.Severity {
+	s, err := scanners.ParseSeverity(p.FailOn)
+	if err != nil {
+		return scanners.SeverityHigh
+	}
+	return s
+}
+
+// token returns the secret.
+func (e TokenSource) token() (string, error) {
+	switch {
+	case e.Token != "":
+		return e.Token, nil
+	case e.TokenFile != "":
+		b, err := os.ReadFile(e.TokenFile)
+		if err != nil {
+			return "", fmt.Errorf("read token: %w", err)
+		}
+		return string(bytes.TrimSpace(b)), nil
+	case e.TokenEnv != "":
+		return os.Getenv(e.TokenEnv), nil
+	}
+	return "", nil
+}
+
+// RulesVersion names everything that decides a verdict: mlwarden's version,
+// the enabled checks and their rules. Verdicts made under another name are
+// not used, so an upgrade or a new rule rescans images as they are used.
+func RulesVersion(version string, checks []string, rules []scanners.Rule) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", version, strings.Join(checks, ","))
+	for _, r := range rules {
+		fmt.Fprintf(h, "%s\x00%s\x00", r.ID, r.Severity)
+	}
+	return "v1-" + hex.EncodeToString(h.Sum(nil))[:16]
+}

@@ -1,0 +1,291 @@
+// Package server is `mlwarden serve`: a Kubernetes validating admission
+// webhook, a registry push listener and a Harbor pluggable-scanner adapter in
+// front of one verdict store. Registries ask it on push (scan once, keep the
+// verdict by digest); clusters ask it at admission (answer from that verdict).
+// It holds no state apart from the verdict store, so it runs as replicas.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/server/verdict"
+)
+
+// ScanRequest names one image to scan, always by digest, and how to reach it.
+type ScanRequest struct {
+	Ref name.Digest
+	// Auth authenticates to the registry; nil means the default keychain.
+	Auth authn.Authenticator
+}
+
+// ImageScanner scans one image. The server owns queueing, deduplication,
+// retries and storing the verdict; an ImageScanner only scans.
+type ImageScanner interface {
+	ScanImage(ctx context.Context, req ScanRequest) (*scanners.Result, error)
+}
+
+// SignatureVerifier checks an image's signature against the configured
+// policy (the signatures check). A nil error means the image is trusted.
+type SignatureVerifier interface {
+	VerifyImage(ctx context.Context, ref name.Digest) error
+}
+
+// Server answers admission reviews, registry events and Harbor scans.
+type Server struct {
+	cfg          Config
+	scanner      ImageScanner
+	store        verdict.Store
+	sigs         SignatureVerifier
+	log          *slog.Logger
+	rulesVersion string
+	version      string
+	remoteOpts   []remote.Option
+	nameOpts     []name.Option
+	insecure     []string
+	now          func() time.Time
+	eventsToken  string
+	harborToken  string
+
+	metrics *metrics
+	scans   *coordinator
+	tags    *tagCache
+	harbor  *harborScans
+	ready   atomic.Bool
+	mux     *http.ServeMux
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithConfig sets the policies (default DefaultConfig()).
+func WithConfig(c Config) Option { return func(s *Server) { s.cfg = c } }
+
+// WithScanner sets what scans images. Without one, images with no verdict
+// get the fallback answer.
+func WithScanner(sc ImageScanner) Option { return func(s *Server) { s.scanner = sc } }
+
+// WithStore sets the verdict store (default: in memory).
+func WithStore(st verdict.Store) Option { return func(s *Server) { s.store = st } }
+
+// WithSignatureVerifier sets the signature check run at admission.
+func WithSignatureVerifier(v SignatureVerifier) Option { return func(s *Server) { s.sigs = v } }
+
+// WithLogger sets the structured logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
+// WithRulesVersion names the rule set verdicts are made under; verdicts
+// made under another are not used.
+func WithRulesVersion(v string) Option { return func(s *Server) { s.rulesVersion = v } }
+
+// WithVersion is mlwarden's version, shown to Harbor.
+func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
+
+// WithRemoteOptions sets how registries are reached to resolve tags
+// (transport, keychain).
+func WithRemoteOptions(o ...remote.Option) Option {
+	return func(s *Server) { s.remoteOpts = append(s.remoteOpts, o...) }
+}
+
+// WithNameOptions sets how image references are parsed (name.Insecure for
+// plain-HTTP registries, a default registry).
+func WithNameOptions(o ...name.Option) Option {
+	return func(s *Server) { s.nameOpts = append(s.nameOpts, o...) }
+}
+
+// WithInsecureRegistries names registry hosts reached over plain HTTP
+// (loopback registries always are).
+func WithInsecureRegistries(hosts ...string) Option {
+	return func(s *Server) { s.insecure = append(s.insecure, hosts...) }
+}
+
+// WithClock replaces time.Now (tests).
+func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+
+// New returns a server. Call Start before serving and Close after.
+func New(opts ...Option) (*Server, error) {
+	s := &Server{
+		cfg:          DefaultConfig(),
+		log:          slog.New(slog.DiscardHandler),
+		rulesVersion: "unversioned",
+		version:      "dev",
+		now:          time.Now,
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	if err := s.cfg.validate(); err != nil {
+		return nil, err
+	}
+	if s.store == nil {
+		s.store = verdict.NewMemory()
+	}
+	tok, err := s.cfg.Events.token()
+	if err != nil {
+		return nil, err
+	}
+	s.eventsToken = tok
+	if s.harborToken, err = s.cfg.Harbor.token(); err != nil {
+		return nil, err
+	}
+	s.metrics = newMetrics()
+	s.tags = newTagCache(s.cfg.TagTTL, s.now)
+	s.scans = newCoordinator(s)
+	s.harbor = newHarborScans(s)
+	s.routes()
+	return s, nil
+}
+
+// Handler returns the HTTP handler for every endpoint.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Start starts the scan workers; they stop when ctx is done or at Close.
+func (s *Server) Start(ctx context.Context) {
+	s.scans.start(ctx)
+	s.ready.Store(true)
+}
+
+// Close stops taking work and waits for the scans in progress to end, or for
+// ctx to be done.
+func (s *Server) Close(ctx context.Context) error {
+	s.ready.Store(false)
+	return s.scans.stop(ctx)
+}
+
+// Verdict returns the kept verdict for ref (tests and tools).
+func (s *Server) Verdict(ctx context.Context, ref name.Digest) (*verdict.Verdict, error) {
+	return s.store.Get(ctx, ref, s.rulesVersion)
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	m.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	m.Handle("GET /metrics", s.metrics.handler())
+	m.Handle("POST /admission", s.instrument("admission", http.HandlerFunc(s.serveAdmission)))
+	m.Handle("POST /registry/events", s.instrument("events", http.HandlerFunc(s.serveEvents)))
+	m.Handle("GET /api/v1/metadata", s.instrument("harbor_metadata", http.HandlerFunc(s.serveHarborMetadata)))
+	m.Handle("POST /api/v1/scan", s.instrument("harbor_scan", http.HandlerFunc(s.serveHarborScan)))
+	m.Handle("GET /api/v1/scan/{id}/report", s.instrument("harbor_report", http.HandlerFunc(s.serveHarborReport)))
+	s.mux = m
+}
+
+// parseRef parses an image reference, marking registries listed as
+// insecure.
+func (s *Server) parseRef(ref string) (name.Reference, error) {
+	r, err := name.ParseReference(ref, s.nameOpts...)
+	if err != nil || !slices.Contains(s.insecure, r.Context().RegistryStr()) {
+		return r, err
+	}
+	return name.ParseReference(ref, append(slices.Clip(s.nameOpts), name.Insecure)...)
+}
+
+// ListenConfig says where and how Run listens.
+type ListenConfig struct {
+	Addr string
+	// CertFile and KeyFile serve HTTPS; the pair is re-read when it changes
+	// on disk (cert-manager renews it in place).
+	CertFile, KeyFile string
+	// InsecureHTTP allows plain HTTP on a non-loopback address.
+	InsecureHTTP bool
+}
+
+// ErrPlainHTTP is returned by Run for plain HTTP on a non-loopback address
+// without InsecureHTTP.
+var ErrPlainHTTP = errors.New("refusing plain HTTP on a non-loopback address: give --tls-cert/--tls-key, or --insecure-http")
+
+// CheckListen validates a listen configuration before anything starts.
+func CheckListen(lc ListenConfig) error {
+	if (lc.CertFile == "") != (lc.KeyFile == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if lc.CertFile != "" || lc.InsecureHTTP {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(lc.Addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", lc.Addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return ErrPlainHTTP
+}
+
+// Run listens, serves until ctx is done, then shuts down gracefully: it
+// stops accepting, lets requests in flight finish (up to 20 s) and waits for
+// running scans. ready, if not nil, gets the bound address once listening.
+func (s *Server) Run(ctx context.Context, lc ListenConfig, ready func(net.Addr)) error {
+	if err := CheckListen(lc); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", lc.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	if lc.CertFile != "" {
+		kp, err := newKeypairReloader(lc.CertFile, lc.KeyFile)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: kp.get}
+		ln = tls.NewListener(ln, hs.TLSConfig)
+	}
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	s.Start(workCtx)
+	s.log.Info("serving", "addr", ln.Addr().String(), "tls", lc.CertFile != "", "rules_version", s.rulesVersion)
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down")
+	s.ready.Store(false)
+	shutCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = hs.Shutdown(shutCtx)
+	cancelWork() // queued scans are dropped; the registry or admission asks again
+	if cerr := s.Close(shutCtx); err == nil {
+		err = cerr
+	}
+	return err
+}
