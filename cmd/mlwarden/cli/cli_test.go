@@ -50,6 +50,22 @@ func TestDemo(t *testing.T) {
 		"k8s/train-job.yaml misconfig/gpu-isolation-bypass",
 		"scripts/gpu_monitor.sh misconfig/crypto-miner",
 		"scripts/gpu_monitor.sh misconfig/gpu-isolation-bypass",
+		"Dockerfile pins/image-latest",
+		"Dockerfile pins/pip-unpinned",
+		"Dockerfile pins/curl-pipe-shell",
+		"Dockerfile secrets/mlflow-tracking-credentials",
+		"docker/config.json secrets/docker-config-auth",
+		"train.sbatch misconfig/sbatch-value-truncated",
+		"train.sbatch misconfig/sbatch-directive-ignored",
+		"train.sbatch pins/image-not-digest",
+		"train.sbatch pins/module-unversioned",
+		"train.sbatch pins/pip-extra-index-url",
+		"train.py pins/trust-remote-code",
+		"train.py pins/hf-revision",
+		"train.py pins/torch-load-unsafe",
+		"requirements.txt pins/pip-unpinned",
+		"k8s/train-job.yaml pins/image-latest",
+		"models/classifier.pt models/pickle-dangerous-global",
 	} {
 		if !found[want] {
 			t.Errorf("demo: no %s finding", want)
