@@ -1,0 +1,228 @@
+package checksums
+
+import (
+	"context"
+	"crypto/sha1" //nolint:gosec // sha1 manifests exist; verifying one is not signing
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"runtime"
+	"strings"
+	"sync"
+
+	"golang.org/x/crypto/blake2b"
+	"golang.org/x/sync/errgroup"
+)
+
+// Status is the outcome of checking one entry.
+type Status string
+
+// Statuses, as `sha256sum -c` names them, plus REJECTED for names that
+// would leave the root.
+const (
+	OK       Status = "OK"
+	Mismatch Status = "FAILED"
+	Missing  Status = "MISSING"
+	Rejected Status = "REJECTED"
+	Unread   Status = "ERROR"
+)
+
+// Result is one checked entry.
+type Result struct {
+	Entry
+	// Path is the entry's path inside the root ("" when rejected).
+	Path   string
+	Status Status
+	// Got is the digest found (hex), when the file was read.
+	Got string
+	// Size is the file's size, when it was read.
+	Size int64
+	// Reason says why a non-OK entry failed.
+	Reason string
+}
+
+// NewHash returns a hash for an algorithm name.
+func NewHash(algo string) (hash.Hash, error) {
+	switch algo {
+	case "sha256":
+		return sha256.New(), nil
+	case "sha512":
+		return sha512.New(), nil
+	case "sha384":
+		return sha512.New384(), nil
+	case "sha1":
+		return sha1.New(), nil //nolint:gosec
+	case "blake2", "blake2b":
+		return blake2b.New512(nil)
+	}
+	return nil, fmt.Errorf("unsupported hash algorithm %q", algo)
+}
+
+// SafeJoin resolves name (as written in a manifest in directory dir, both
+// slash-separated and relative to the root) to a clean root-relative path.
+// It refuses absolute names, drive letters, backslashes, NUL bytes and any
+// ".." element: a manifest may only name files beside or below it.
+func SafeJoin(dir, name string) (string, error) {
+	switch {
+	case name == "":
+		return "", errors.New("empty name")
+	case strings.HasPrefix(name, "/"):
+		return "", errors.New("absolute path")
+	case strings.ContainsAny(name, "\\\x00"):
+		return "", errors.New("backslash or NUL in name")
+	case len(name) >= 2 && name[1] == ':':
+		return "", errors.New("drive letter in name")
+	}
+	for _, el := range strings.Split(name, "/") {
+		if el == ".." {
+			return "", errors.New(`".." in name leaves the manifest's directory`)
+		}
+	}
+	p := path.Join(dir, name)
+	if p == "." || !fs.ValidPath(p) {
+		return "", fmt.Errorf("invalid path %q", p)
+	}
+	return p, nil
+}
+
+// Hasher hashes files under one root, each file and algorithm at most once,
+// so a file named by several manifests (SHA256SUMS and model.sig) is read
+// once. It is safe for concurrent use.
+type Hasher struct {
+	root *os.Root
+	mu   sync.Mutex
+	memo map[string]*memoEntry
+}
+
+type memoEntry struct {
+	once   sync.Once
+	digest string
+	size   int64
+	err    error
+}
+
+// NewHasher returns a Hasher reading only through root.
+func NewHasher(root *os.Root) *Hasher {
+	return &Hasher{root: root, memo: map[string]*memoEntry{}}
+}
+
+// Root returns the root the Hasher reads through.
+func (h *Hasher) Root() *os.Root { return h.root }
+
+// ErrNotRegular is returned for names that are not regular files (devices,
+// FIFOs, directories): they are never read.
+var ErrNotRegular = errors.New("not a regular file")
+
+// Sum returns the hex digest and size of the regular file p (root-relative).
+// Symlinks are followed only while they stay inside the root.
+func (h *Hasher) Sum(ctx context.Context, p, algo string) (string, int64, error) {
+	h.mu.Lock()
+	m := h.memo[algo+"\x00"+p]
+	if m == nil {
+		m = &memoEntry{}
+		h.memo[algo+"\x00"+p] = m
+	}
+	h.mu.Unlock()
+	m.once.Do(func() { m.digest, m.size, m.err = h.sum(ctx, p, algo) })
+	return m.digest, m.size, m.err
+}
+
+// bufPool holds the read buffers: 1 MiB, as sha256sum reads.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+func (h *Hasher) sum(ctx context.Context, p, algo string) (string, int64, error) {
+	hh, err := NewHash(algo)
+	if err != nil {
+		return "", 0, err
+	}
+	f, err := h.root.Open(p)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return "", 0, ErrNotRegular
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	n, err := io.CopyBuffer(hh, ctxReader{ctx, f}, *bp)
+	if err != nil {
+		return "", n, fmt.Errorf("read %s: %w", p, err)
+	}
+	return hex.EncodeToString(hh.Sum(nil)), n, nil
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// Verify checks entries written in a manifest in directory dir (root-relative,
+// "." for the root), hashing up to GOMAXPROCS files at once. Results come in
+// the entries' order.
+func (h *Hasher) Verify(ctx context.Context, dir string, entries []Entry) []Result {
+	res := make([]Result, len(entries))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, e := range entries {
+		res[i].Entry = e
+		p, err := SafeJoin(dir, e.Name)
+		if err != nil {
+			res[i].Status, res[i].Reason = Rejected, err.Error()
+			continue
+		}
+		res[i].Path = p
+		g.Go(func() error {
+			got, size, err := h.Sum(gctx, p, e.Algorithm)
+			res[i].Got, res[i].Size = got, size
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				res[i].Status, res[i].Reason = Missing, "no such file"
+			case err != nil && strings.Contains(err.Error(), "escapes"):
+				res[i].Status, res[i].Reason = Rejected, "a symlink leads out of the directory"
+			case errors.Is(err, ErrNotRegular):
+				res[i].Status, res[i].Reason = Rejected, err.Error()
+			case err != nil:
+				res[i].Status, res[i].Reason = Unread, err.Error()
+			case got != e.Digest:
+				res[i].Status, res[i].Reason = Mismatch, fmt.Sprintf("%s is %s, manifest says %s", e.Algorithm, got, e.Digest)
+			default:
+				res[i].Status = OK
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	// Conflicting duplicates: the same file listed with two digests.
+	seen := map[string]string{}
+	for i := range res {
+		r := &res[i]
+		if r.Path == "" {
+			continue
+		}
+		k := r.Algorithm + "\x00" + r.Path
+		if d, ok := seen[k]; ok && d != r.Digest && r.Status == OK {
+			r.Status, r.Reason = Mismatch, "listed again with a different digest"
+		}
+		seen[k] = r.Digest
+	}
+	return res
+}

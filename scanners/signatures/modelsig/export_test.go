@@ -1,0 +1,5 @@
+package modelsig
+
+var PyBytesRepr = pyBytesRepr
+
+var PAECompat = paeCompat

@@ -1,0 +1,299 @@
+package signatures
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/sigstore/sigstore-go/pkg/sign"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/signatures/imagesig"
+	"github.com/mlwarden/mlwarden/scanners/signatures/modelsig/modelsigtest"
+	"github.com/mlwarden/mlwarden/scanners/signatures/trust"
+)
+
+// dirSource hands every regular file of a directory to the sink, as the fs
+// source does (kept here so the test does not depend on it).
+type dirSource struct{ dir string }
+
+func (d dirSource) Target() scanners.Target {
+	return scanners.Target{Name: d.dir, Kind: scanners.KindDir}
+}
+
+func (d dirSource) Walk(ctx context.Context, sink scanners.Sink) error {
+	return filepath.WalkDir(d.dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() {
+			return err
+		}
+		rel, _ := filepath.Rel(d.dir, p)
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, _ := f.Stat()
+		return sink.Artifact(&scanners.Artifact{Kind: scanners.ArtifactFile, Target: d.dir, TargetKind: scanners.KindDir,
+			Path: filepath.ToSlash(rel), Size: fi.Size(), Mode: fi.Mode()}, f)
+	})
+}
+
+func write(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for n, b := range files {
+		if err := modelsigtest.WriteFile(filepath.Join(dir, n), []byte(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func run(t *testing.T, s *Scanner, dir string) []string {
+	t.Helper()
+	res := scanners.NewDispatcher([]scanners.Scanner{s}).Run(context.Background(), dirSource{dir})
+	for _, e := range res.Errors {
+		t.Errorf("error: %v", e)
+	}
+	var got []string
+	for _, f := range res.Findings {
+		got = append(got, f.RuleID+" "+f.Severity.String()+" "+f.Path)
+		if f.Message == "" || len(f.Message) < 40 {
+			t.Errorf("terse message %q", f.Message)
+		}
+	}
+	sort.Strings(got)
+	return got
+}
+
+func TestChecksumManifests(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	write(t, dir, map[string]string{"w/a.bin": "alpha", "w/b.bin": "bravo", "w/c.bin": "charlie", "w/d.gguf": "delta"})
+	write(t, outside, map[string]string{"secret": "s"})
+	cmd := exec.Command("sha256sum", "a.bin", "b.bin", "c.bin", "d.gguf")
+	cmd.Dir = filepath.Join(dir, "w")
+	man, err := cmd.Output()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	man = append(man, []byte(strings.Repeat("0", 64)+"  ../outside\n"+strings.Repeat("0", 64)+"  link\nnot a line\n")...)
+	write(t, dir, map[string]string{"w/SHA256SUMS": string(man), "w/b.bin": "bravO"})
+	os.Remove(filepath.Join(dir, "w", "c.bin"))
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "w", "link"))
+	s, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := run(t, s, dir)
+	want := []string{
+		"signatures/checksum-mismatch critical w/SHA256SUMS",
+		"signatures/file-missing medium w/SHA256SUMS",
+		"signatures/manifest-malformed low w/SHA256SUMS",
+		"signatures/unsafe-path high w/SHA256SUMS",
+		"signatures/unsafe-path high w/SHA256SUMS",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestLFSPointerAndUnsigned(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{
+		"m/model.safetensors": "version https://git-lfs.github.com/spec/v1\noid sha256:" + strings.Repeat("4d", 32) + "\nsize 123456789\n",
+		"m/config.json":       "{}",
+		"n/weights.bin":       strings.Repeat("x", 2000),
+	})
+	s, _ := New()
+	got := run(t, s, dir)
+	want := []string{"signatures/lfs-pointer-only medium m/model.safetensors", "signatures/unsigned info m", "signatures/unsigned info n"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func writeKey(t *testing.T, dir string, k *ecdsa.PrivateKey) string {
+	der, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	p := filepath.Join(dir, "key.pub")
+	os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644)
+	return p
+}
+
+func TestModelSignaturePolicy(t *testing.T) {
+	keys := t.TempDir()
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	good, bad := writeKey(t, keys, k), writeKey(t, t.TempDir(), other)
+
+	setup := func(t *testing.T) string {
+		dir := t.TempDir()
+		write(t, dir, map[string]string{"models/llm/model.safetensors": strings.Repeat("w", 3000), "models/llm/config.json": "{}",
+			"models/plain/weights.bin": "x"})
+		md := filepath.Join(dir, "models", "llm")
+		res, _ := modelsigtest.Manifest(md, 0, "model.sig")
+		sig, err := modelsigtest.SignKey(k, modelsigtest.Statement("llm", res, 0, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(md, "model.sig"), sig, 0o644)
+		return dir
+	}
+	pol := func(key string) Policy {
+		return Policy{Models: []ModelPolicy{{Path: "models/*", Authorities: []Authority{{Key: key}}}}}
+	}
+	tests := []struct {
+		name   string
+		policy Policy
+		tamper func(dir string)
+		want   []string
+	}{
+		{"verified", pol(good), nil, []string{"signatures/unsigned high models/plain"}},
+		{"no policy", Policy{}, nil, []string{"signatures/unsigned info models/plain", "signatures/unverified info models/llm/model.sig"}},
+		{"wrong key", pol(bad), nil, []string{"signatures/identity-mismatch critical models/llm/model.sig", "signatures/unsigned high models/plain"}},
+		{"tampered", pol(good), func(dir string) {
+			write(t, dir, map[string]string{"models/llm/model.safetensors": strings.Repeat("W", 3000), "models/llm/evil.pkl": "x"})
+			os.Remove(filepath.Join(dir, "models/llm/config.json"))
+		}, []string{"signatures/checksum-mismatch critical models/llm/model.safetensors", "signatures/file-missing medium models/llm/config.json",
+			"signatures/file-not-signed high models/llm/evil.pkl", "signatures/unsigned high models/plain"}},
+		{"warn mode", Policy{Models: []ModelPolicy{{Path: "models/*", Mode: "warn", Authorities: []Authority{{Key: good}}}}}, nil,
+			[]string{"signatures/unsigned info models/plain"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := setup(t)
+			if tt.tamper != nil {
+				tt.tamper(dir)
+			}
+			s, err := New(WithPolicy(tt.policy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := run(t, s, dir); !slices.Equal(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestPolicyRejectsTrustAnyone(t *testing.T) {
+	for name, p := range map[string]Policy{
+		"no authorities":   {Images: []ImagePolicy{{Glob: "**"}}},
+		"empty identities": {TrustedRoot: "x.json", Images: []ImagePolicy{{Glob: "**", Authorities: []Authority{{Keyless: &Keyless{}}}}}},
+		"empty subject": {TrustedRoot: "x.json", Models: []ModelPolicy{{Path: "**", Authorities: []Authority{{Keyless: &Keyless{
+			Identities: []trust.Identity{{Issuer: "https://issuer"}}}}}}}},
+		"bad mode": {Models: []ModelPolicy{{Path: "**", Mode: "audit", Authorities: []Authority{{Key: "k.pub"}}}}},
+	} {
+		if _, err := New(WithPolicy(p)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestImagePolicy(t *testing.T) {
+	keys := t.TempDir()
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key := writeKey(t, keys, k)
+	p := Policy{Images: []ImagePolicy{{Glob: "registry.internal/ml/**", Authorities: []Authority{{Key: key}}}}}
+	tests := []struct {
+		ref     string
+		verr    error
+		want    string
+		wantErr bool
+	}{
+		{"registry.internal/ml/train:v1", nil, "", false},
+		{"registry.internal/ml/train:v1", trust.ErrUnsigned, "signatures/unsigned high", false},
+		{"registry.internal/ml/train:v1", trust.ErrInvalid, "signatures/invalid critical", false},
+		{"registry.internal/ml/train:v1", trust.ErrIdentity, "signatures/identity-mismatch critical", false},
+		{"registry.internal/ml/train:v1", io.ErrUnexpectedEOF, "", true},
+		{"registry.internal/other/x:v1", trust.ErrInvalid, "", false},
+	}
+	for _, tt := range tests {
+		s, err := New(WithPolicy(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.verify = func(context.Context, string, imagesig.Options) (*imagesig.Result, error) {
+			return &imagesig.Result{}, tt.verr
+		}
+		a := &scanners.Artifact{Kind: scanners.ArtifactImageConfig, Target: tt.ref, TargetKind: scanners.KindImage, Path: "/.image/config.json"}
+		fs, err := scanners.ScanBytes(context.Background(), s, a, []byte("{}"))
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%s %v: err %v", tt.ref, tt.verr, err)
+		}
+		got := ""
+		if len(fs) > 0 {
+			got = fs[0].RuleID + " " + fs[0].Severity.String()
+		}
+		if got != tt.want {
+			t.Errorf("%s %v: got %q, want %q", tt.ref, tt.verr, got, tt.want)
+		}
+	}
+}
+
+func TestGlob(t *testing.T) {
+	for _, tt := range []struct {
+		glob, s string
+		ok      bool
+	}{
+		{"models/*", "models/llm", true}, {"models/*", "models/a/b", false}, {"**", "a/b/c", true},
+		{"registry.internal/ml/**", "registry.internal/ml/x/y:v1", true}, {"registry.internal/ml/*", "registry.internal/mlx/y", false},
+	} {
+		re, err := globRegexp(tt.glob)
+		if err != nil || re.MatchString(tt.s) != tt.ok {
+			t.Errorf("%s ~ %s: %v", tt.glob, tt.s, !tt.ok)
+		}
+	}
+}
+
+func TestBlobBundlePolicy(t *testing.T) {
+	kp, err := sign.NewEphemeralKeypair(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey, _ := kp.GetPublicKeyPem()
+	keyFile := filepath.Join(t.TempDir(), "cosign.pub")
+	os.WriteFile(keyFile, []byte(pemKey), 0o644)
+	setup := func(t *testing.T) string {
+		dir := t.TempDir()
+		write(t, dir, map[string]string{"m/w.gguf": "weights"})
+		pb, err := sign.Bundle(&sign.PlainData{Data: []byte("weights")}, kp, sign.BundleOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ := protojson.Marshal(pb)
+		write(t, dir, map[string]string{"m/w.gguf.sigstore.json": string(js)})
+		return dir
+	}
+	pol := Policy{Models: []ModelPolicy{{Path: "m", Authorities: []Authority{{Key: keyFile}}}}}
+	s, _ := New(WithPolicy(pol))
+	if got := run(t, s, setup(t)); len(got) != 0 {
+		t.Errorf("signed blob: %q", got)
+	}
+	dir := setup(t)
+	write(t, dir, map[string]string{"m/w.gguf": "weightz"})
+	s, _ = New(WithPolicy(pol))
+	if got := run(t, s, dir); !slices.Equal(got, []string{"signatures/invalid critical m/w.gguf.sigstore.json"}) {
+		t.Errorf("tampered blob: %q", got)
+	}
+	s, _ = New()
+	if got := run(t, s, setup(t)); !slices.Equal(got, []string{"signatures/unverified info m/w.gguf.sigstore.json"}) {
+		t.Errorf("no policy: %q", got)
+	}
+}
