@@ -5,6 +5,7 @@ package catalog
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -128,6 +129,16 @@ func New(o Options) ([]scanners.Scanner, error) {
 		out = append(out, misconfig.New(o.Misconfig...), slurm.New(o.Slurm...))
 	}
 	return out, nil
+}
+
+// Close releases what the checks hold between artifacts (directories the
+// signatures check opened). Call it when the run is over.
+func Close(scs []scanners.Scanner) {
+	for _, s := range scs {
+		if c, ok := s.(io.Closer); ok {
+			c.Close()
+		}
+	}
 }
 
 // Rules lists every rule of every built-in check, sorted by ID. It builds

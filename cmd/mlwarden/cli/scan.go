@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -237,11 +238,16 @@ func runScan(ctx context.Context, a *app, o *scanOptions, failOnSet, checksSet b
 	if err := cfg.DecodeSection(&cfg.Signatures, "signatures", &sigPolicy); err != nil {
 		return ExitError, err
 	}
+	if cfg.Path != "" {
+		// Key and root paths in the policy are relative to the config file.
+		sigPolicy = sigPolicy.Resolve(filepath.Dir(cfg.Path))
+	}
 	copts.Signatures = append(copts.Signatures, signatures.WithPolicy(sigPolicy))
 	scs, err := catalog.New(copts)
 	if err != nil {
 		return ExitError, err
 	}
+	defer catalog.Close(scs)
 
 	workers := o.workers
 	if workers <= 0 {
