@@ -24,12 +24,14 @@ func (r *run) command(cl cmdLine) {
 }
 
 // addAt adds a finding for a command line; commands from an image config
-// carry their origin in the message instead of a line.
-func (r *run) addAt(cl cmdLine, rule scanners.Rule, sev scanners.Severity, msg string) {
+// carry their origin in the message instead of a line. Evidence names only
+// what matched, never the whole command line: other words of it (an
+// environment value, a flag) may hold a secret.
+func (r *run) addAt(cl cmdLine, rule scanners.Rule, sev scanners.Severity, evidence, msg string) {
 	if cl.note != "" {
 		msg += " [" + cl.note + "]"
 	}
-	r.add(rule, sev, cl.line, strings.Join(cl.words, " "), msg)
+	r.add(rule, sev, cl.line, evidence, msg)
 }
 
 // flags reads --name=value and --name value pairs (and bare --name as
@@ -157,6 +159,28 @@ func (j *jupyterAuth) set(key, v string) {
 	}
 }
 
+// evidence shows the listen address and whether a token is set, never the
+// token itself.
+func (j jupyterAuth) evidence() string {
+	ev := "jupyter"
+	if j.ipSet {
+		ev += " --ip=" + j.ip
+	}
+	switch {
+	case j.tokenSet && j.tokenEmpty:
+		ev += " token=''"
+	case j.tokenSet:
+		ev += " token=(set)"
+	}
+	switch {
+	case j.passwordSet && j.passwordEmpty:
+		ev += " password=''"
+	case j.passwordSet:
+		ev += " password=(set)"
+	}
+	return ev
+}
+
 // authOff: Jupyter serves without authentication when the token is empty
 // and no password is set.
 func (j jupyterAuth) authOff() bool {
@@ -196,7 +220,7 @@ func (r *run) jupyter(cl cmdLine) {
 			}
 		}
 	}
-	r.judgeJupyter(j, func(sev scanners.Severity, msg string) { r.addAt(cl, RuleNotebookExposed, sev, msg) })
+	r.judgeJupyter(j, func(sev scanners.Severity, msg string) { r.addAt(cl, RuleNotebookExposed, sev, j.evidence(), msg) })
 }
 
 // container: docker/podman/nerdctl run with privileges.
@@ -221,11 +245,11 @@ func (r *run) container(cl cmdLine) {
 		}
 		switch {
 		case a == "--privileged" || a == "--privileged=true":
-			r.addAt(cl, RulePrivileged, scanners.SeverityHigh, prog(cl.words[i])+" run --privileged gives the container every device and capability of the host: it can take over the node and the GPU jobs on it. Drop --privileged and add only the capabilities and devices the job needs (--gpus for GPUs)")
+			r.addAt(cl, RulePrivileged, scanners.SeverityHigh, prog(cl.words[i])+" run --privileged", prog(cl.words[i])+" run --privileged gives the container every device and capability of the host: it can take over the node and the GPU jobs on it. Drop --privileged and add only the capabilities and devices the job needs (--gpus for GPUs)")
 		case strings.EqualFold(a, "--cap-add=ALL") || a == "--cap-add" && strings.EqualFold(next, "ALL"):
-			r.addAt(cl, RulePrivileged, scanners.SeverityHigh, "--cap-add ALL gives the container every Linux capability, which is as good as --privileged. Add only the capabilities the job needs")
+			r.addAt(cl, RulePrivileged, scanners.SeverityHigh, "--cap-add ALL", "--cap-add ALL gives the container every Linux capability, which is as good as --privileged. Add only the capabilities the job needs")
 		case strings.HasPrefix(a, "--security-opt") && seccompOff(a, next):
-			r.addAt(cl, RulePrivileged, scanners.SeverityHigh, "--security-opt seccomp=unconfined turns off the system-call filter that stops container escapes. Keep the default seccomp profile")
+			r.addAt(cl, RulePrivileged, scanners.SeverityHigh, "--security-opt seccomp=unconfined", "--security-opt seccomp=unconfined turns off the system-call filter that stops container escapes. Keep the default seccomp profile")
 		}
 	}
 }
@@ -324,12 +348,12 @@ func (r *run) services(cl cmdLine) {
 		f := flags(args)
 		for _, h := range s.hosts {
 			if v, ok := f[h]; ok && allInterfaces(v) {
-				r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, exposedMsg(s.name, v))
+				r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, h+" "+v, exposedMsg(s.name, v))
 			}
 		}
 		for _, b := range s.all {
 			if _, ok := f[b]; ok {
-				r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, exposedMsg(s.name, b))
+				r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, b, exposedMsg(s.name, b))
 			}
 		}
 	}
@@ -343,7 +367,7 @@ func (r *run) services(cl cmdLine) {
 			host = h
 		}
 		if allInterfaces(host) || k == "TENSORBOARD_BIND_ALL" && v != "" && v != "0" && v != "false" {
-			r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, exposedMsg(name, k+"="+v))
+			r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, k+"="+v, exposedMsg(name, k+"="+v))
 		}
 	}
 }
@@ -366,7 +390,7 @@ func (r *run) chmodDevices(cl cmdLine) {
 		}
 	}
 	if dev && worldAccessible(mode) {
-		r.addAt(cl, RuleGPUIsolation, scanners.SeverityHigh, "chmod "+mode+" on /dev/nvidia* makes the GPU device nodes usable by every user of the node, whatever the scheduler allocated. Leave device permissions to the driver and the device plugin")
+		r.addAt(cl, RuleGPUIsolation, scanners.SeverityHigh, "chmod "+mode+" /dev/nvidia*", "chmod "+mode+" on /dev/nvidia* makes the GPU device nodes usable by every user of the node, whatever the scheduler allocated. Leave device permissions to the driver and the device plugin")
 	}
 }
 
@@ -408,7 +432,7 @@ func (r *run) miner(cl cmdLine) {
 	for i, w := range cl.words {
 		p := prog(w)
 		if minerNames[p] && (i == 0 || cl.words[i-1] != "-m") {
-			r.addAt(cl, RuleCryptoMiner, scanners.SeverityCritical, "runs the crypto-miner "+p+": GPU mining is the usual payload of a stolen cluster account. Remove it and find out who added it")
+			r.addAt(cl, RuleCryptoMiner, scanners.SeverityCritical, p, "runs the crypto-miner "+p+": GPU mining is the usual payload of a stolen cluster account. Remove it and find out who added it")
 			return
 		}
 		for _, f := range minerFlags {
@@ -419,7 +443,7 @@ func (r *run) miner(cl cmdLine) {
 						continue
 					}
 				}
-				r.addAt(cl, RuleCryptoMiner, scanners.SeverityCritical, "uses the miner flag "+strings.TrimSuffix(f, "=")+": this command runs a crypto-miner. Remove it and find out who added it")
+				r.addAt(cl, RuleCryptoMiner, scanners.SeverityCritical, strings.TrimSuffix(f, "="), "uses the miner flag "+strings.TrimSuffix(f, "=")+": this command runs a crypto-miner. Remove it and find out who added it")
 				return
 			}
 		}
@@ -448,7 +472,7 @@ func (r *run) minerText(data []byte, doc bool) {
 			r.add(RuleCryptoMiner, scanners.SeverityCritical, line, string(m), "mining-pool host "+string(m)+": something here connects a crypto-miner to a pool. Remove it and find out who added it")
 		case !doc && minerWord.Match(l):
 			m := minerWord.FindSubmatch(l)
-			r.add(RuleCryptoMiner, scanners.SeverityCritical, line, string(l), "names the crypto-miner "+strings.ToLower(string(m[1]))+": GPU mining is the usual payload of a stolen cluster account. Remove it and find out who added it")
+			r.add(RuleCryptoMiner, scanners.SeverityCritical, line, string(m[1]), "names the crypto-miner "+strings.ToLower(string(m[1]))+": GPU mining is the usual payload of a stolen cluster account. Remove it and find out who added it")
 		}
 		line++
 		start = i + 1
@@ -492,7 +516,7 @@ func (r *run) python(data []byte) {
 				name = "Python web server (" + strings.TrimSpace(strings.SplitN(l, "(", 2)[0]) + ")"
 			}
 			if name != "" {
-				r.add(RuleServiceExposed, scanners.SeverityMedium, i+1, l, exposedMsg(name, m[2]))
+				r.add(RuleServiceExposed, scanners.SeverityMedium, i+1, m[0], exposedMsg(name, m[2]))
 			}
 		}
 	}

@@ -174,3 +174,32 @@ func FuzzScan(f *testing.F) {
 		_, _ = scanners.ScanBytes(context.Background(), New(), &scanners.Artifact{Path: path}, []byte(content))
 	})
 }
+
+// TestEvidenceNamesOnlyTheMatch: other words of a flagged command line (an
+// environment value, a token flag) never reach the evidence or the message.
+func TestEvidenceNamesOnlyTheMatch(t *testing.T) {
+	const secret = "s3cr3tVALUEnotshown"
+	for _, tc := range []struct{ path, content string }{
+		{"run.sh", "HF_TOKEN=" + secret + " docker run --privileged -e KEY=" + secret + " img\n"},
+		{"nb.sh", "JUPYTER_PASSWORD=" + secret + " jupyter lab --ip=0.0.0.0 --ServerApp.token=" + secret + "\n"},
+		{"x.sh", "./xmrig --user " + secret + " -o stratum+tcp://pool:1\n"},
+		{"app.py", "demo.launch(server_name=\"0.0.0.0\", auth=(\"u\", \"" + secret + "\"))\n"},
+	} {
+		fs, err := scanners.ScanBytes(context.Background(), New(), &scanners.Artifact{Path: tc.path}, []byte(tc.content))
+		if err != nil || len(fs) == 0 {
+			t.Fatalf("%s: %v %v", tc.path, fs, err)
+		}
+		for _, f := range fs {
+			if strings.Contains(f.Evidence+f.Message, secret) {
+				t.Errorf("%s: %s shows other words of the line: %q / %q", tc.path, f.RuleID, f.Evidence, f.Message)
+			}
+		}
+	}
+	cfg := `{"config":{"Env":["HF_TOKEN=` + secret + `"],"Cmd":["jupyter","lab","--ip=0.0.0.0","--ServerApp.token="]}}`
+	fs, _ := scanners.ScanBytes(context.Background(), New(), &scanners.Artifact{Kind: scanners.ArtifactImageConfig}, []byte(cfg))
+	for _, f := range fs {
+		if strings.Contains(f.Evidence+f.Message, secret) {
+			t.Errorf("image config: %q", f.Evidence)
+		}
+	}
+}
