@@ -209,9 +209,28 @@ func (s *sink) Artifact(a *Artifact, r io.Reader) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	scrubSecrets(found)
 	applyInlineIgnores(a, c, found)
 	s.add(found)
 	return nil
+}
+
+// scrubSecrets redacts, in every finding of one artifact, the secret values
+// that any check found in it: another check's evidence or message (a
+// command line, a URL) must not show what the secrets check hides.
+func scrubSecrets(fs []Finding) {
+	var secrets []string
+	for _, f := range fs {
+		if len(f.Secret) >= 6 && !slices.Contains(secrets, f.Secret) {
+			secrets = append(secrets, f.Secret)
+		}
+	}
+	for i := range fs {
+		for _, sec := range secrets {
+			fs[i].Evidence = strings.ReplaceAll(fs[i].Evidence, sec, Redact(sec))
+			fs[i].Message = strings.ReplaceAll(fs[i].Message, sec, Redact(sec))
+		}
+	}
 }
 
 // scanSafely calls sc.Scan and turns a panic into an error, so that one

@@ -208,3 +208,40 @@ func TestSeverityText(t *testing.T) {
 		t.Error("ParseSeverity accepted an unknown name")
 	}
 }
+
+// secretScanner finds one token, as the secrets check would.
+type secretScanner struct{}
+
+func (secretScanner) Check() string { return "secrets" }
+func (secretScanner) Rules() []scanners.Rule {
+	return []scanners.Rule{{ID: "secrets/x", Check: "secrets", Severity: scanners.SeverityCritical}}
+}
+func (secretScanner) Wants(*scanners.Artifact, []byte) bool { return true }
+func (s secretScanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	f := scanners.At(a, s.Rules()[0], 1, "token found")
+	f.Secret = "tok_ABCDEFGHIJKLMN"
+	f.Evidence = scanners.Redact(f.Secret)
+	return []scanners.Finding{f}, nil
+}
+
+// leakyScanner reports its word with the whole line as evidence, as a check
+// that is not about secrets might.
+type leakyScanner struct{ wordScanner }
+
+func (l leakyScanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	fs, err := l.wordScanner.Scan(ctx, a, c)
+	for i := range fs {
+		fs[i].Evidence = "needle --token tok_ABCDEFGHIJKLMN"
+		fs[i].Message = "needle with tok_ABCDEFGHIJKLMN"
+	}
+	return fs, err
+}
+
+func TestSecretsScrubbedFromOtherChecks(t *testing.T) {
+	src := newSource(false, map[string][]byte{"x.sh": []byte("needle --token tok_ABCDEFGHIJKLMN\n")})
+	res := scanners.NewDispatcher([]scanners.Scanner{secretScanner{}, leakyScanner{wordScanner{check: "a", word: "needle"}}}).Run(context.Background(), src)
+	out, _ := json.Marshal(res)
+	if len(res.Findings) != 2 || bytes.Contains(out, []byte("tok_ABCDEFGHIJKLMN")) {
+		t.Errorf("secret shown: %s", out)
+	}
+}
