@@ -1,0 +1,180 @@
+package source
+
+import (
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// The per-layer cache.
+//
+// A layer's findings depend only on its bytes, the rules and the note each
+// file carries (deleted or replaced by a layer above: that depends on the
+// image). So the cache keeps, per (layer diff ID, RulesVersion), the layer's
+// findings, the notes of the files that had findings, and the layer's own
+// whiteouts and entries (which decide the notes of the layers below). A hit
+// is used only when every file with findings would get the same note in this
+// image; then the layer is neither fetched nor decompressed, and its findings
+// are replayed as the scanners made them (with their fingerprints, so that
+// baselines and ignores match). A layer where any file could not be scanned
+// is never stored.
+//
+// The findings flow from the dispatcher's sink to the report, not back to
+// the source, so the cache needs a sink that hands them back: imgResultSink,
+// an optional interface. Without it (or without RulesVersion, or with
+// NoCache) every layer is scanned.
+
+// imgResultSink is an optional interface of a scanners.Sink: the
+// dispatcher's sink implements it so that image layers can be cached.
+type imgResultSink interface {
+	scanners.Sink
+	// ArtifactResult scans like Artifact and also returns the findings and
+	// errors it recorded for this artifact (already recorded: the caller
+	// must not record them again).
+	ArtifactResult(a *scanners.Artifact, r io.Reader) ([]scanners.Finding, []scanners.Error, error)
+	// Replay records findings a cache kept, as if scanners had returned them.
+	Replay(fs []scanners.Finding)
+}
+
+// imgCacheVersion changes when the entry format does.
+const imgCacheVersion = 1
+
+type imgCacheEntry struct {
+	Version  int                `json:"version"`
+	DiffID   string             `json:"diff_id"`
+	Findings []scanners.Finding `json:"findings"`
+	// Notes holds the note of each path with findings at the time of the scan.
+	Notes  map[string]string `json:"notes,omitempty"`
+	Events []imgEvent        `json:"events"`
+}
+
+func (e *imgCacheEntry) events() *imgEvents { return imgEventsFrom(e.Events) }
+
+// matches reports whether the entry's findings are those a scan of the layer
+// would give in this image: every file with findings gets the same note.
+func (e *imgCacheEntry) matches(h *imgHidden, diffID string) bool {
+	if e.Version != imgCacheVersion || e.DiffID != diffID {
+		return false
+	}
+	for _, f := range e.Findings {
+		if h.note(f.Path) != e.Notes[f.Path] {
+			return false
+		}
+	}
+	return true
+}
+
+// replay returns the entry's findings located in target.
+func (e *imgCacheEntry) replay(target string) []scanners.Finding {
+	out := make([]scanners.Finding, len(e.Findings))
+	for i, f := range e.Findings {
+		f.Target = target
+		out[i] = f
+	}
+	return out
+}
+
+type imgCache struct{ dir string }
+
+// newImgCache returns the cache, or nil when it is off.
+func newImgCache(o ImageOptions) *imgCache {
+	if o.NoCache || o.RulesVersion == "" {
+		return nil
+	}
+	dir := o.CacheDir
+	if dir == "" {
+		d, err := os.UserCacheDir()
+		if err != nil {
+			return nil
+		}
+		dir = filepath.Join(d, "mlwarden", "layers")
+	}
+	sum := sha256.Sum256([]byte(o.RulesVersion))
+	return &imgCache{dir: filepath.Join(dir, hex.EncodeToString(sum[:8]))}
+}
+
+func (c *imgCache) enabled() bool { return c != nil }
+
+// file is the entry's file name: the diff ID's hex only (it comes from an
+// untrusted manifest, so anything else is refused).
+func (c *imgCache) file(diffID string) string {
+	algo, hx, ok := strings.Cut(diffID, ":")
+	if !ok || algo != "sha256" || len(hx) != 64 || strings.Trim(hx, "0123456789abcdef") != "" {
+		return ""
+	}
+	return filepath.Join(c.dir, hx+".json.gz")
+}
+
+func (c *imgCache) load(diffID string) *imgCacheEntry {
+	if c == nil {
+		return nil
+	}
+	name := c.file(diffID)
+	if name == "" {
+		return nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil
+	}
+	var e imgCacheEntry
+	if err := json.NewDecoder(zr).Decode(&e); err != nil || e.Version != imgCacheVersion || e.DiffID != diffID {
+		return nil
+	}
+	return &e
+}
+
+// store writes the job's entry; a failure only costs a rescan next time.
+func (c *imgCache) store(j *imgLayerJob, ev *imgEvents) {
+	if c == nil {
+		return
+	}
+	name := c.file(j.diffID)
+	if name == "" {
+		return
+	}
+	j.mu.Lock()
+	e := imgCacheEntry{Version: imgCacheVersion, DiffID: j.diffID, Notes: j.notes, Events: ev.list()}
+	e.Findings = make([]scanners.Finding, len(j.findings))
+	for i, f := range j.findings {
+		if f.Fingerprint == "" {
+			// Computed now, while the secret is in memory: it is never
+			// written, and the replayed finding must keep the same id.
+			f.Fingerprint = scanners.ComputeFingerprint(&f)
+		}
+		f.Secret = ""
+		e.Findings[i] = f
+	}
+	j.mu.Unlock()
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
+	if err != nil {
+		return
+	}
+	defer os.Remove(tmp.Name())
+	zw := gzip.NewWriter(tmp)
+	err = json.NewEncoder(zw).Encode(&e)
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		_ = os.Rename(tmp.Name(), name)
+	}
+}

@@ -1,0 +1,380 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// imgBlobPath is the file of layer i's blob in an OCI layout.
+func imgBlobPath(t *testing.T, dir string, img v1.Image, i int) string {
+	t.Helper()
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ls[i].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "blobs", d.Algorithm, d.Hex)
+}
+
+func TestImageBrokenLayers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		break_ func(t *testing.T, file string, other []byte)
+		want   string
+	}{
+		{"truncated", func(t *testing.T, file string, _ []byte) {
+			b, _ := os.ReadFile(file)
+			os.WriteFile(file, b[:len(b)/2], 0o644)
+		}, "layer 3/4 sha256:"},
+		{"corrupt", func(t *testing.T, file string, _ []byte) {
+			b, _ := os.ReadFile(file)
+			b[len(b)/2] ^= 0xff
+			os.WriteFile(file, b, 0o644)
+		}, "layer 3/4 sha256:"},
+		{"digest mismatch", func(t *testing.T, file string, other []byte) {
+			os.WriteFile(file, other, 0o644)
+		}, "digest mismatch"},
+		{"missing", func(t *testing.T, file string, _ []byte) {
+			os.Remove(file)
+		}, "layer 3/4 sha256:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := imgTestImage(t, runtime.GOARCH)
+			dir := imgWriteOCI(t, f.img, nil)
+			other, err := os.ReadFile(imgBlobPath(t, dir, f.img, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.break_(t, imgBlobPath(t, dir, f.img, 2), other)
+			res, _ := imgScan(t, SchemeOCI, dir, ImageOptions{})
+			if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, tc.want) || strings.Contains(res.Errors[0].Error(), "\n") {
+				t.Fatalf("errors: %s", imgDump(res))
+			}
+			if !strings.HasPrefix(res.Errors[0].Error(), "oci:"+dir+": layer 3/4") {
+				t.Errorf("error does not name image and layer first: %s", res.Errors[0].Error())
+			}
+			// The other layers are still scanned and reported.
+			if len(imgFindingsAt(res, "/app/.env")) != 1 || len(imgFindingsAt(res, ImageConfigPath)) == 0 {
+				t.Errorf("findings of the other layers missing:\n%s", imgDump(res))
+			}
+		})
+	}
+}
+
+func TestImageBounds(t *testing.T) {
+	f := imgTestImage(t, runtime.GOARCH)
+	dir := imgWriteOCI(t, f.img, nil)
+	for _, tc := range []struct {
+		o    ImageOptions
+		want string
+	}{
+		{ImageOptions{MaxEntries: 2}, "more than 2 tar entries"},
+		{ImageOptions{MaxLayerBytes: 1500}, "larger than 1500 bytes decompressed"},
+	} {
+		res, _ := imgScan(t, SchemeOCI, dir, tc.o)
+		if len(res.Errors) == 0 || !strings.Contains(res.Errors[0].Message, tc.want) {
+			t.Errorf("%+v: errors %s", tc.o, imgDump(res))
+		}
+	}
+}
+
+func TestImageOpenErrors(t *testing.T) {
+	for _, tc := range []struct{ scheme, ref, want string }{
+		{SchemeRegistry, "UPPER/Case", "bad image reference"},
+		{SchemeOCI, "/nonexistent/layout", "no such file"},
+		{SchemeDockerArchive, t.TempDir(), "a docker archive is a file"},
+		{"ftp", "x", "unknown image scheme"},
+	} {
+		if _, err := OpenImage(context.Background(), tc.scheme, tc.ref, ImageOptions{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s:%s: %v", tc.scheme, tc.ref, err)
+		}
+	}
+	if _, err := OpenImage(context.Background(), SchemeRegistry, "x", ImageOptions{Platform: "linux/"}); err == nil {
+		t.Error("bad platform accepted")
+	}
+}
+
+// A registry that refuses everything: the error says unauthorized and names
+// the image.
+func TestImageRegistryUnauthorized(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
+	}))
+	defer srv.Close()
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/private/model:1"
+	res, _ := imgScan(t, SchemeRegistry, ref, ImageOptions{})
+	if len(res.Errors) != 1 || !strings.HasPrefix(res.Errors[0].Error(), ref+": unauthorized at 127.0.0.1:") {
+		t.Errorf("errors: %s", imgDump(res))
+	}
+}
+
+func TestImageRegistryNotFound(t *testing.T) {
+	reg := imgRegistry(t)
+	res, _ := imgScan(t, SchemeRegistry, reg+"/mlwarden/absent:nope", ImageOptions{})
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, "not found at "+reg) {
+		t.Errorf("errors: %s", imgDump(res))
+	}
+}
+
+func TestImageRegistryErrorText(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&transport.Error{StatusCode: 429}, "rate-limited by r.test"},
+		{&transport.Error{StatusCode: 403}, "unauthorized at r.test"},
+		{&transport.Error{StatusCode: 404, Errors: []transport.Diagnostic{{Code: transport.ManifestUnknownErrorCode}}}, "not found at r.test"},
+		{errors.New("a\nb"), "a b"},
+	} {
+		got := imgRegistryError("r.test", tc.err).Error()
+		if !strings.Contains(got, tc.want) || strings.Contains(got, "\n") {
+			t.Errorf("%v: %q", tc.err, got)
+		}
+	}
+}
+
+// imgResultTestSink is a Sink that implements imgResultSink, as the
+// dispatcher's sink is asked to: it runs scanners itself.
+type imgResultTestSink struct {
+	scs      []scanners.Scanner
+	mu       sync.Mutex
+	findings []scanners.Finding
+	errs     []scanners.Error
+	replayed int
+	scanned  int
+}
+
+func (s *imgResultTestSink) Artifact(a *scanners.Artifact, r io.Reader) error {
+	_, _, err := s.ArtifactResult(a, r)
+	return err
+}
+
+func (s *imgResultTestSink) ArtifactResult(a *scanners.Artifact, r io.Reader) ([]scanners.Finding, []scanners.Error, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		e := scanners.Error{Target: a.Target, Path: a.Path, Message: err.Error()}
+		s.Error(e)
+		return nil, []scanners.Error{e}, nil
+	}
+	var out []scanners.Finding
+	for _, sc := range s.scs {
+		fs, _ := scanners.ScanBytes(context.Background(), sc, a, data)
+		out = append(out, fs...)
+	}
+	s.mu.Lock()
+	s.findings = append(s.findings, out...)
+	s.scanned++
+	s.mu.Unlock()
+	return out, nil, nil
+}
+
+func (s *imgResultTestSink) Replay(fs []scanners.Finding) {
+	s.mu.Lock()
+	s.findings = append(s.findings, fs...)
+	s.replayed += len(fs)
+	s.mu.Unlock()
+}
+
+func (s *imgResultTestSink) Error(e scanners.Error) {
+	s.mu.Lock()
+	s.errs = append(s.errs, e)
+	s.mu.Unlock()
+}
+
+func (s *imgResultTestSink) fingerprints() []string {
+	var out []string
+	for _, f := range s.findings {
+		if f.Fingerprint == "" {
+			f.Fingerprint = scanners.ComputeFingerprint(&f)
+		}
+		out = append(out, f.Fingerprint+" "+f.Target+" "+f.Message)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestImageCache(t *testing.T) {
+	f := imgTestImage(t, runtime.GOARCH)
+	dir := imgWriteOCI(t, f.img, nil)
+	o := ImageOptions{RulesVersion: "test-1", CacheDir: t.TempDir()}
+	scan := func(dir string, o ImageOptions) *imgResultTestSink {
+		t.Helper()
+		src, err := OpenImage(context.Background(), SchemeOCI, dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &imgResultTestSink{scs: []scanners.Scanner{newImgRecorder()}}
+		if err := src.Walk(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.errs) > 0 {
+			t.Fatalf("errors %v", s.errs)
+		}
+		return s
+	}
+	cold := scan(dir, o)
+	if cold.replayed != 0 || cold.scanned != 7 {
+		t.Fatalf("cold: replayed %d scanned %d", cold.replayed, cold.scanned)
+	}
+	// The warm scan reads no layer: remove every blob but the config.
+	for i := range 4 {
+		os.Remove(imgBlobPath(t, dir, f.img, i))
+	}
+	warm := scan(dir, o)
+	if warm.scanned != 1 || warm.replayed == 0 { // only the config is scanned
+		t.Errorf("warm: replayed %d scanned %d", warm.replayed, warm.scanned)
+	}
+	if c, w := cold.fingerprints(), warm.fingerprints(); !slices.Equal(c, w) {
+		t.Errorf("warm findings differ:\ncold %q\nwarm %q", c, w)
+	}
+	// Another rules version, or NoCache, misses.
+	for _, o2 := range []ImageOptions{{RulesVersion: "test-2", CacheDir: o.CacheDir}, {RulesVersion: "test-1", CacheDir: o.CacheDir, NoCache: true}} {
+		src, _ := OpenImage(context.Background(), SchemeOCI, dir, o2)
+		s := &imgResultTestSink{scs: []scanners.Scanner{newImgRecorder()}}
+		src.Walk(context.Background(), s)
+		if s.replayed != 0 || len(s.errs) == 0 {
+			t.Errorf("%+v: replayed %d, errors %v", o2, s.replayed, s.errs)
+		}
+	}
+}
+
+// A shared base layer whose file is deleted only in the first image: the
+// second image must not replay the "deleted" note.
+func TestImageCacheNotes(t *testing.T) {
+	f := imgTestImage(t, runtime.GOARCH)
+	ls, _ := f.img.Layers()
+	base := imgWriteOCI(t, imgTestImageFrom(t, ls[0]), nil)
+	full := imgWriteOCI(t, f.img, nil)
+	o := ImageOptions{RulesVersion: "test-1", CacheDir: t.TempDir()}
+	for _, dir := range []string{full, base} {
+		src, _ := OpenImage(context.Background(), SchemeOCI, dir, o)
+		s := &imgResultTestSink{scs: []scanners.Scanner{newImgRecorder()}}
+		if err := src.Walk(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		for _, fd := range s.findings {
+			deleted := strings.Contains(fd.Message, "deleted in layer 2")
+			if fd.Path == "/app/.env" && deleted != (dir == full) {
+				t.Errorf("%s: %q", dir, fd.Message)
+			}
+		}
+	}
+}
+
+func imgTestImageFrom(t *testing.T, l v1.Layer) v1.Image {
+	t.Helper()
+	img, err := imgAppend(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// imgFuzzLayer serves bytes as a layer blob.
+type imgFuzzLayer struct{ data []byte }
+
+func (l imgFuzzLayer) Digest() (v1.Hash, error) {
+	return v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("0", 64)}, nil
+}
+func (l imgFuzzLayer) DiffID() (v1.Hash, error) { return l.Digest() }
+func (l imgFuzzLayer) Compressed() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(l.data)), nil
+}
+func (l imgFuzzLayer) Uncompressed() (io.ReadCloser, error) { return l.Compressed() }
+func (l imgFuzzLayer) Size() (int64, error)                 { return int64(len(l.data)), nil }
+func (l imgFuzzLayer) MediaType() (types.MediaType, error)  { return types.OCILayer, nil }
+
+type imgNopSink struct{}
+
+func (imgNopSink) Artifact(a *scanners.Artifact, r io.Reader) error {
+	_, err := io.Copy(io.Discard, r)
+	return err
+}
+func (imgNopSink) Error(scanners.Error) {}
+
+// FuzzImageLayer feeds arbitrary blobs (gzip, zstd or plain tar) through the
+// layer reader and the tar walk: no panic, and bounds hold.
+func FuzzImageLayer(f *testing.F) {
+	fx := imgTestImage(f, runtime.GOARCH)
+	ls, _ := fx.img.Layers()
+	for _, l := range ls {
+		rc, _ := l.Compressed()
+		b, _ := io.ReadAll(rc)
+		f.Add(b)
+		rc, _ = l.Uncompressed()
+		b, _ = io.ReadAll(rc)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := &imgSource{scheme: SchemeRegistry, opts: ImageOptions{MaxEntries: 1000, MaxLayerBytes: 1 << 20}.withDefaults()}
+		w := &imgWalker{src: s, sink: imgNopSink{}, opts: s.opts}
+		j := &imgLayerJob{layer: imgFuzzLayer{data}, diffID: "sha256:" + strings.Repeat("0", 64), count: 1}
+		r, err := w.open(j)
+		if err != nil {
+			return
+		}
+		defer r.Close()
+		var g errgroup.Group
+		h := newImgHidden()
+		ev, _ := w.walkLayer(context.Background(), j, r, h, &g, nil, false, &imgStop{})
+		g.Wait()
+		h.merge(0, ev)
+		for p := range ev.m {
+			h.note(p)
+		}
+	})
+}
+
+// imgStopSink ends the walk at its first file, as the dispatcher's sink does
+// when the context is cancelled.
+type imgStopSink struct{ imgNopSink }
+
+func (imgStopSink) Artifact(a *scanners.Artifact, r io.Reader) error {
+	if a.Kind == scanners.ArtifactFile {
+		return context.Canceled
+	}
+	return nil
+}
+
+func TestImageWalkStops(t *testing.T) {
+	f := imgTestImage(t, runtime.GOARCH)
+	dir := imgWriteOCI(t, f.img, nil)
+	src, err := OpenImage(context.Background(), SchemeOCI, dir, ImageOptions{Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- src.Walk(context.Background(), imgStopSink{}) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Walk = %v, want context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Walk did not stop")
+	}
+}
