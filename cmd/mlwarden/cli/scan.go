@@ -164,15 +164,24 @@ func useColor(w io.Writer) bool {
 	return isTerminal(w) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 }
 
-// rulesVersion keys caches of results: it changes when the binary or the
-// enabled checks change.
-func rulesVersion(b BuildInfo, checks []string) string {
+// rulesVersion keys caches of results: it changes when anything that can
+// change a finding changes — the binary, the enabled checks, and the files
+// that configure them (config, extra secret rules, CUDA host facts).
+func rulesVersion(b BuildInfo, checks []string, files ...string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", b.Version, b.Commit, strings.Join(checks, ","))
 	if exe, err := os.Executable(); err == nil {
 		if fi, err := os.Stat(exe); err == nil {
-			fmt.Fprintf(h, "%d\x00%d", fi.Size(), fi.ModTime().UnixNano())
+			fmt.Fprintf(h, "%d\x00%d\x00", fi.Size(), fi.ModTime().UnixNano())
 		}
+	}
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		data, _ := os.ReadFile(f) // a missing file hashes as empty; the check reports it
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(data))
+		h.Write(data)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
@@ -254,7 +263,7 @@ func runScan(ctx context.Context, a *app, o *scanOptions, failOnSet, checksSet b
 		workers = runtime.GOMAXPROCS(0)
 	}
 	sopts := source.Options{MaxFileSize: maxSize, Workers: workers}
-	sopts.Image = source.ImageOptions{Platform: o.platform, Insecure: o.insecure, NoCache: o.noCache, RulesVersion: rulesVersion(a.build, checks)}
+	sopts.Image = source.ImageOptions{Platform: o.platform, Insecure: o.insecure, NoCache: o.noCache, RulesVersion: rulesVersion(a.build, checks, cfg.Path, o.secretsConfig, o.hostFile, o.inventory)}
 	if isTerminal(a.stderr) {
 		sopts.Image.Progress = a.stderr
 	}
