@@ -1,0 +1,118 @@
+package secrets
+
+import (
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/zricethezav/gitleaks/v8/detect"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// ruleTooLarge is reported when a text artifact is larger than the scan limit.
+var ruleTooLarge = scanners.Rule{
+	ID:       "secrets/file-too-large",
+	Check:    scanners.CheckSecrets,
+	Severity: scanners.SeverityLow,
+	Title:    "Text file only partly scanned for secrets",
+	Why:      "Content past the scan limit is not searched, so a credential there would be missed.",
+	Fix:      "Keep logs and data dumps out of the scanned target, split the file, or raise the limit.",
+}
+
+const (
+	defaultWhy = "A leaked credential lets anyone who can read the file, image or repository act as its owner, on paid GPU, model and data services."
+	defaultFix = "Revoke the credential with its issuer, remove it from the file and from history (a new commit does not remove it), and load it at run time from the environment or a secret store."
+)
+
+// builtinDetector is the detector over the built-in rules, shared by every
+// Scanner in the process: it holds the compiled config and the keyword
+// prefilter, and DetectContext only reads them.
+var builtinDetector = func() func(*ruleSet) *detect.Detector {
+	var once sync.Once
+	var d *detect.Detector
+	return func(rs *ruleSet) *detect.Detector {
+		once.Do(func() { d = newDetector(rs) })
+		return d
+	}
+}()
+
+// ruleName returns mlwarden's name for a gitleaks rule id.
+func (rs *ruleSet) ruleName(id string) string {
+	if n, ok := rs.meta.Names[id]; ok {
+		return n
+	}
+	return id
+}
+
+// describe lists the rules of rs as mlwarden rules, sorted by ID, and indexes
+// them by gitleaks rule id.
+func describe(rs *ruleSet) ([]scanners.Rule, map[string]scanners.Rule) {
+	byID := make(map[string]scanners.Rule, len(rs.cfg.Rules))
+	list := make([]scanners.Rule, 0, len(rs.cfg.Rules)+1)
+	for id, r := range rs.cfg.Rules {
+		if r.SkipReport {
+			continue
+		}
+		mr := describeRule(rs, id, r.Description)
+		byID[id] = mr
+		list = append(list, mr)
+	}
+	list = append(list, ruleTooLarge)
+	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	return list, byID
+}
+
+func describeRule(rs *ruleSet, id, description string) scanners.Rule {
+	sev := scanners.SeverityHigh
+	if name, ok := rs.meta.Severity[id]; ok {
+		if v, err := scanners.ParseSeverity(name); err == nil {
+			sev = v
+		}
+	}
+	title, why := splitDescription(description)
+	return scanners.Rule{
+		ID:       scanners.CheckSecrets + "/" + rs.ruleName(id),
+		Check:    scanners.CheckSecrets,
+		Severity: sev,
+		Title:    title,
+		Why:      why,
+		Fix:      fixOf(rs, id),
+	}
+}
+
+// splitDescription turns gitleaks' one-sentence descriptions ("Identified a
+// Slack token, which may compromise ...") into a title and a why.
+func splitDescription(d string) (title, why string) {
+	d = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(d), "."))
+	if d == "" {
+		return "Leaked credential", defaultWhy
+	}
+	if t, rest, ok := strings.Cut(d, ", "); ok {
+		rest = strings.TrimPrefix(rest, "which ")
+		rest = strings.TrimPrefix(rest, "potentially ")
+		return t, "Left in place it " + rest + "; " + lowerFirst(defaultWhy)
+	}
+	return d, defaultWhy
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+func titleOf(r scanners.Rule) string {
+	if r.Title == "" {
+		return "Leaked credential"
+	}
+	return r.Title
+}
+
+func fixOf(rs *ruleSet, id string) string {
+	if f, ok := rs.meta.Fix[id]; ok {
+		return f
+	}
+	return defaultFix
+}

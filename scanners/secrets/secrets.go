@@ -1,0 +1,401 @@
+// Package secrets is the secrets check: it finds leaked credentials in text
+// artifacts with gitleaks' detector (keyword prefilter, regexps, entropy,
+// allowlists, decoding), gitleaks' default rules and mlwarden's ML-platform
+// rules (rules/secrets.toml).
+//
+// Notebooks are decoded before scanning (cell sources and outputs), image
+// configs are reduced to their Env and history, and model weights are left to
+// the models check, which hands strings it finds inside them to ScanBytes.
+package secrets
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/zricethezav/gitleaks/v8/report"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// DefaultMaxBytes is how much of one artifact is scanned by default.
+const DefaultMaxBytes = 256 << 20
+
+// chunkSize is how much text is handed to the detector at once; chunks end at
+// a line break so that lines stay whole.
+const chunkSize = 4 << 20
+
+// decodeDepth is how many rounds of base64/hex/percent/unicode-escape decoding
+// gitleaks applies (its library default is 0: nothing decoded).
+const decodeDepth = 2
+
+// Scanner is the secrets check. It is safe for concurrent use.
+type Scanner struct {
+	configFile string
+	maxBytes   int64
+
+	rs    *ruleSet
+	det   *detect.Detector
+	rules []scanners.Rule
+	byID  map[string]scanners.Rule // by gitleaks rule id
+}
+
+// Option configures a Scanner.
+type Option func(*Scanner)
+
+// WithConfigFile adds a user rules file in gitleaks' TOML format. Its rules
+// extend the built-in ones: a rule with a built-in id overrides it, and
+// [extend] disabledRules turns built-in rules off.
+func WithConfigFile(path string) Option {
+	return func(s *Scanner) { s.configFile = path }
+}
+
+// WithMaxBytes sets how much of one artifact is scanned (default
+// DefaultMaxBytes). Content beyond it is reported as not scanned.
+func WithMaxBytes(n int64) Option {
+	return func(s *Scanner) {
+		if n > 0 {
+			s.maxBytes = n
+		}
+	}
+}
+
+// New returns the secrets check. The built-in rules are compiled once per
+// process and shared.
+func New(opts ...Option) (*Scanner, error) {
+	s := &Scanner{maxBytes: DefaultMaxBytes}
+	for _, o := range opts {
+		o(s)
+	}
+	rs, err := builtin()
+	if err != nil {
+		return nil, err
+	}
+	det := builtinDetector(rs)
+	if s.configFile != "" {
+		if rs, err = rs.withUserFile(s.configFile); err != nil {
+			return nil, err
+		}
+		det = newDetector(rs)
+	}
+	s.rs, s.det = rs, det
+	s.rules, s.byID = describe(rs)
+	return s, nil
+}
+
+func newDetector(rs *ruleSet) *detect.Detector {
+	d := detect.NewDetector(rs.cfg)
+	d.MaxDecodeDepth = decodeDepth
+	return d
+}
+
+// Check returns "secrets".
+func (s *Scanner) Check() string { return scanners.CheckSecrets }
+
+// Rules lists every rule the check can report.
+func (s *Scanner) Rules() []scanners.Rule { return append([]scanners.Rule(nil), s.rules...) }
+
+// weightExts are model weight and tensor files: the models check reads them
+// (and hands their strings to ScanBytes); regexes over tensor bytes find only
+// noise.
+var weightExts = map[string]bool{
+	".safetensors": true, ".pt": true, ".pth": true, ".bin": true, ".ckpt": true,
+	".gguf": true, ".ggml": true, ".onnx": true, ".h5": true, ".hdf5": true,
+	".keras": true, ".pb": true, ".tflite": true, ".npy": true, ".npz": true,
+	".pkl": true, ".pickle": true, ".joblib": true, ".msgpack": true, ".mar": true,
+	".engine": true, ".plan": true, ".nemo": true, ".mlmodel": true, ".params": true,
+	".arrow": true, ".parquet": true, ".tfrecord": true,
+}
+
+// Wants reports whether a is text worth scanning for secrets: image configs,
+// git patches, and files whose head has no NUL byte and that are not model
+// weights.
+func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
+	switch a.Kind {
+	case scanners.ArtifactImageConfig:
+		return true
+	case scanners.ArtifactPatch, scanners.ArtifactFile, "":
+	default:
+		return false
+	}
+	if weightExts[path.Ext(scanners.Base(a.Path))] {
+		return false
+	}
+	return !scanners.IsBinary(head)
+}
+
+// Scan looks for secrets in one artifact.
+func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	if a.Kind == scanners.ArtifactImageConfig {
+		data, _, err := scanners.ReadAll(c, s.maxBytes)
+		if err != nil {
+			return nil, fmt.Errorf("read image config: %w", err)
+		}
+		return s.scanImageConfig(ctx, a, data), nil
+	}
+	if isNotebook(a.Path) && a.Kind != scanners.ArtifactPatch && c.Size() <= s.maxBytes {
+		data, _, err := scanners.ReadAll(c, s.maxBytes)
+		if err != nil {
+			return nil, fmt.Errorf("read notebook: %w", err)
+		}
+		if fs, ok := s.scanNotebook(ctx, a, data); ok {
+			return fs, nil
+		}
+		// Not a notebook after all: scan it as text.
+		return s.scanText(ctx, a, data, 1), nil
+	}
+	return s.scanStream(ctx, a, c)
+}
+
+// scanStream scans content in line-aligned chunks, so memory does not grow
+// with the file.
+func (s *Scanner) scanStream(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	size := c.Size()
+	limit := min(size, s.maxBytes)
+	var out []scanners.Finding
+	buf := make([]byte, min(int64(chunkSize), limit))
+	var carry []byte
+	line := 1
+	var off int64
+	for off < limit {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		n := min(int64(len(buf)), limit-off)
+		m, err := c.ReadAt(buf[:n], off)
+		if m == 0 && err != nil {
+			return out, fmt.Errorf("read: %w", err)
+		}
+		off += int64(m)
+		chunk := append(carry, buf[:m]...)
+		carry = nil
+		if off < limit {
+			// Keep the partial last line for the next chunk, unless the
+			// chunk is one enormous line.
+			if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 && i < len(chunk)-1 {
+				carry = append([]byte(nil), chunk[i+1:]...)
+				chunk = chunk[:i+1]
+			}
+		}
+		out = append(out, s.scanText(ctx, a, chunk, line)...)
+		line += bytes.Count(chunk, []byte{'\n'})
+	}
+	if len(carry) > 0 {
+		out = append(out, s.scanText(ctx, a, carry, line)...)
+	}
+	if size > s.maxBytes {
+		f := scanners.At(a, ruleTooLarge, 0, fmt.Sprintf(
+			"Only the first %d MiB of this %d MiB text file were scanned for secrets: a credential further in would be missed. Split the file, keep logs and data dumps out of the target, or raise the limit.",
+			s.maxBytes>>20, size>>20))
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// ScanBytes scans data that came from inside artifact a (a string in a
+// pickle, a model's metadata) and returns findings located at a, without a
+// line. It is a scanners.BytesScanner.
+func (s *Scanner) ScanBytes(ctx context.Context, a *scanners.Artifact, data []byte) []scanners.Finding {
+	if int64(len(data)) > s.maxBytes {
+		data = data[:s.maxBytes]
+	}
+	// The path gitleaks sees gets a suffix so that its path allowlist (which
+	// skips *.bin files, say) does not drop strings from inside weights.
+	gfs := s.detectAt(ctx, a.Path+"!strings", a.Commit, data, 1)
+	return s.convert(a, gfs, func(report.Finding) (int, string) {
+		return 0, "in a string inside " + a.Path
+	})
+}
+
+// scanText runs the detector on text whose first line is line firstLine of
+// a's content and turns its findings into mlwarden findings.
+func (s *Scanner) scanText(ctx context.Context, a *scanners.Artifact, text []byte, firstLine int) []scanners.Finding {
+	return s.convert(a, s.detect(ctx, a, text, firstLine), func(f report.Finding) (int, string) {
+		return f.StartLine, ""
+	})
+}
+
+func (s *Scanner) detect(ctx context.Context, a *scanners.Artifact, text []byte, firstLine int) []report.Finding {
+	return s.detectAt(ctx, a.Path, a.Commit, text, firstLine)
+}
+
+// detectAt runs the detector on text, fragment by fragment, as if it were
+// line firstLine onwards of the file at path in commit.
+func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte, firstLine int) []report.Finding {
+	var out []report.Finding
+	line := firstLine
+	for len(text) > 0 {
+		frag := text[:fragmentEnd(text)]
+		text = text[len(frag):]
+		//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
+		out = append(out, s.det.DetectContext(ctx, detect.Fragment{
+			Raw:       string(normalize(frag)),
+			FilePath:  path,
+			CommitSHA: commit,
+			StartLine: line,
+		})...)
+		line += bytes.Count(frag, []byte{'\n'})
+	}
+	return out
+}
+
+// fragmentSize is the text handed to gitleaks' detector at once. gitleaks
+// runs a rule's regexp over the whole fragment when the rule's keyword occurs
+// anywhere in it, so one "token" in a 100 kB file costs the generic rule's
+// regexp over all of it; small fragments keep that cost local.
+const fragmentSize = 16 << 10
+
+// fragmentEnd returns where the first fragment of text ends: at a line break
+// near fragmentSize, but not inside a PEM block, so that multi-line private
+// keys stay whole.
+func fragmentEnd(text []byte) int {
+	if len(text) <= fragmentSize {
+		return len(text)
+	}
+	i := bytes.IndexByte(text[fragmentSize:], '\n')
+	if i < 0 {
+		return len(text)
+	}
+	end := fragmentSize + i + 1
+	if b := bytes.LastIndex(text[:end], []byte("-----BEGIN")); b >= 0 && !bytes.Contains(text[b:end], []byte("-----END")) {
+		// A block starts in this fragment and ends after it: extend to its end
+		// (bounded, since a key is a few kB).
+		if e := bytes.Index(text[end:min(len(text), end+fragmentSize)], []byte("-----END")); e >= 0 {
+			if n := bytes.IndexByte(text[end+e:], '\n'); n >= 0 {
+				return end + e + n + 1
+			}
+			return len(text)
+		}
+	}
+	return end
+}
+
+// normalize makes escaped quotes end tokens: gitleaks' default rules end a
+// token only at a quote, space or ';', so a token inside a JSON or shell
+// string written as \"…\" would be missed. Replacing `\"` by ` "` keeps every
+// offset and line.
+func normalize(text []byte) []byte {
+	if !bytes.Contains(text, []byte(`\"`)) && !bytes.Contains(text, []byte(`\'`)) {
+		return text
+	}
+	out := bytes.ReplaceAll(text, []byte(`\"`), []byte(` "`))
+	return bytes.ReplaceAll(out, []byte(`\'`), []byte(` '`))
+}
+
+// convert turns gitleaks findings into mlwarden findings. where maps a
+// finding to a content line and a phrase saying where it is (a notebook cell,
+// an Env entry).
+func (s *Scanner) convert(a *scanners.Artifact, gfs []report.Finding, where func(report.Finding) (int, string)) []scanners.Finding {
+	gfs = dedupe(gfs)
+	out := make([]scanners.Finding, 0, len(gfs))
+	for _, g := range gfs {
+		r, ok := s.byID[g.RuleID]
+		if !ok {
+			r = describeRule(s.rs, g.RuleID, g.Description)
+		}
+		line, place := where(g)
+		if place == "" {
+			place = "in " + a.Path
+		}
+		secret := strings.TrimSpace(g.Secret)
+		red := scanners.Redact(secret)
+		msg := fmt.Sprintf("%s (%s) %s: anyone who can read this %s can use the credential. Fix: %s",
+			titleOf(r), red, place, readerOf(a), fixOf(s.rs, g.RuleID))
+		if hasTag(g.Tags, "decoded:") {
+			msg += " (found after decoding " + decodedTag(g.Tags) + ")"
+		}
+		f := scanners.At(a, r, line, msg)
+		f.Evidence = red
+		f.Secret = secret
+		out = append(out, f)
+	}
+	return out
+}
+
+func readerOf(a *scanners.Artifact) string {
+	switch {
+	case a.Kind == scanners.ArtifactImageConfig || a.TargetKind == scanners.KindImage:
+		return "image"
+	case a.Kind == scanners.ArtifactPatch || a.Commit != "":
+		return "repository's history"
+	}
+	return "file"
+}
+
+func hasTag(tags []string, prefix string) bool {
+	for _, t := range tags {
+		if strings.HasPrefix(t, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func decodedTag(tags []string) string {
+	for _, t := range tags {
+		if v, ok := strings.CutPrefix(t, "decoded:"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// dedupe keeps one finding per line and secret, the most specific rule's,
+// and drops generic findings on a line that a specific rule already reports
+// (gitleaks itself only drops a generic finding whose secret another rule's
+// secret contains).
+func dedupe(gfs []report.Finding) []report.Finding {
+	if len(gfs) < 2 {
+		return gfs
+	}
+	specificLine := map[int]bool{}
+	for _, g := range gfs {
+		if specificity(g.RuleID) > 0 {
+			specificLine[g.StartLine] = true
+		}
+	}
+	type key struct {
+		line   int
+		secret string
+	}
+	best := map[key]int{}
+	var out []report.Finding
+	for _, g := range gfs {
+		if specificity(g.RuleID) == 0 && specificLine[g.StartLine] {
+			continue
+		}
+		k := key{g.StartLine, g.Secret}
+		i, seen := best[k]
+		if !seen {
+			best[k] = len(out)
+			out = append(out, g)
+			continue
+		}
+		if sp, cur := specificity(g.RuleID), specificity(out[i].RuleID); sp > cur || (sp == cur && g.RuleID < out[i].RuleID) {
+			out[i] = g
+		}
+	}
+	return out
+}
+
+// specificity ranks rules: generic ones lowest, rules that match a container
+// of any credential (a PEM block, a URL, a .netrc entry) next, vendor token
+// rules highest.
+func specificity(id string) int {
+	switch {
+	case strings.Contains(id, "generic"):
+		return 0
+	case id == "private-key" || id == "url-credentials" || id == "netrc-password" ||
+		strings.HasPrefix(id, "jwt") || strings.HasPrefix(id, "curl-"):
+		return 1
+	}
+	return 2
+}
+
+var (
+	_ scanners.Scanner      = (*Scanner)(nil)
+	_ scanners.BytesScanner = (*Scanner)(nil).ScanBytes
+)
