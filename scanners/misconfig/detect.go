@@ -1,6 +1,7 @@
 package misconfig
 
 import (
+	"bytes"
 	"encoding/json"
 	"path"
 	"regexp"
@@ -16,6 +17,9 @@ func (r *run) commands(cls []cmdLine) {
 }
 
 func (r *run) command(cl cmdLine) {
+	if !interesting(cl.words) {
+		return // nearly every line: nothing any detector looks for
+	}
 	r.jupyter(cl)
 	r.container(cl)
 	r.services(cl)
@@ -87,6 +91,61 @@ func allInterfaces(v string) bool {
 }
 
 func prog(w string) string { return strings.ToLower(path.Base(w)) }
+
+// programs are the program names some detector looks for.
+var programs = func() map[string]bool {
+	m := map[string]bool{
+		"jupyter": true, "jupyter-lab": true, "jupyter-notebook": true, "jupyter-server": true, "jupyter-nbclassic": true,
+		"docker": true, "podman": true, "nerdctl": true, "chmod": true,
+		"ray": true, "vllm": true, "text-generation-launcher": true, "tensorboard": true, "mlflow": true,
+		"streamlit": true, "gradio": true, "ollama": true,
+	}
+	for n, ok := range minerNames {
+		if ok {
+			m[n] = true
+		}
+	}
+	return m
+}()
+
+// mayHaveCommands reports whether lower-cased text holds anything the
+// command detectors look for; when it does not, its lines are not split
+// into words at all.
+func mayHaveCommands(lower []byte) bool {
+	if bytes.Contains(lower, []byte("-m ")) || bytes.Contains(lower, []byte("--donate-level")) || bytes.Contains(lower, []byte("jupyter_token")) {
+		return true
+	}
+	for p := range programs {
+		if bytes.Contains(lower, []byte(p)) {
+			return true
+		}
+	}
+	for k := range serviceEnv {
+		if bytes.Contains(lower, []byte(strings.ToLower(k))) {
+			return true
+		}
+	}
+	return false
+}
+
+// interesting reports cheaply whether any detector could match words: a
+// known program, a python -m module, an environment variable that binds a
+// service, or a miner flag.
+func interesting(words []string) bool {
+	for _, w := range words {
+		if w == "-m" || strings.HasPrefix(w, "--donate-level") {
+			return true
+		}
+		base := w[strings.LastIndexByte(w, '/')+1:]
+		if programs[base] || programs[strings.ToLower(base)] {
+			return true
+		}
+		if k, _, ok := strings.Cut(w, "="); ok && (serviceEnv[k] != "" || k == "JUPYTER_TOKEN") {
+			return true
+		}
+	}
+	return false
+}
 
 // find returns the index of the first word whose program name is one of names.
 func find(words []string, names ...string) int {
@@ -424,8 +483,13 @@ var (
 	minerFlags = []string{"--donate-level", "--donate-level=", "--coin", "--cuda-devices", "--nicehash", "--rig-id"}
 	poolURL    = regexp.MustCompile(`(?i)\bstratum[0-9]?\+(?:tcp|ssl|tls)://[^\s"'<>]+`)
 	// Public mining pools seen in cluster compromise reports.
-	poolHost  = regexp.MustCompile(`(?i)\b(?:[a-z0-9-]+\.)*(?:minexmr\.com|supportxmr\.com|xmrpool\.eu|nanopool\.org|2miners\.com|ethermine\.org|f2pool\.com|nicehash\.com|hashvault\.pro|moneroocean\.stream|herominers\.com|unmineable\.com|flypool\.org|c3pool\.com|monerohash\.com|zergpool\.com|woolypooly\.com|kryptex\.network|viabtc\.com|antpool\.com|mining-dutch\.nl)\b`)
-	minerWord = regexp.MustCompile(`(?i)(?:^|[/\s"'=])(xmrig|t-rex|lolminer|nbminer|teamredminer|ethminer|phoenixminer|nanominer|srbminer-multi|bzminer)(?:[-._/\s"']|$)`)
+	poolHosts = []string{"minexmr.com", "supportxmr.com", "xmrpool.eu", "nanopool.org", "2miners.com", "ethermine.org",
+		"f2pool.com", "nicehash.com", "hashvault.pro", "moneroocean.stream", "herominers.com", "unmineable.com",
+		"flypool.org", "c3pool.com", "monerohash.com", "zergpool.com", "woolypooly.com", "kryptex.network",
+		"viabtc.com", "antpool.com", "mining-dutch.nl"}
+	poolHost      = regexp.MustCompile(`(?i)\b(?:[a-z0-9-]+\.)*(?:` + strings.ReplaceAll(strings.Join(poolHosts, "|"), ".", `\.`) + `)\b`)
+	minerBinaries = []string{"xmrig", "t-rex", "lolminer", "nbminer", "teamredminer", "ethminer", "phoenixminer", "nanominer", "srbminer-multi", "bzminer"}
+	minerWord     = regexp.MustCompile(`(?i)(?:^|[/\s"'=])(` + strings.Join(minerBinaries, "|") + `)(?:[-._/\s"']|$)`)
 )
 
 func (r *run) miner(cl cmdLine) {
@@ -450,9 +514,28 @@ func (r *run) miner(cl cmdLine) {
 	}
 }
 
+// containsAny reports whether lower (lower-cased text) holds any of words.
+func containsAny(lower []byte, words []string) bool {
+	for _, w := range words {
+		if bytes.Contains(lower, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
 // minerText looks for pool URLs and pool hosts on every line, and for miner
-// names in downloads and paths (outside prose).
-func (r *run) minerText(data []byte, doc bool) {
+// names in downloads and paths (outside prose). Plain substring searches
+// over the whole text decide first which expressions can match at all, so
+// that text without any miner trace (nearly all of it) costs no regexp.
+func (r *run) minerText(lower []byte, doc bool) {
+	data := lower
+	url := bytes.Contains(lower, []byte("stratum"))
+	host := containsAny(lower, poolHosts)
+	word := !doc && containsAny(lower, minerBinaries)
+	if !url && !host && !word {
+		return
+	}
 	line := 1
 	start := 0
 	for i := 0; i <= len(data); i++ {
@@ -464,13 +547,13 @@ func (r *run) minerText(data []byte, doc bool) {
 			l = l[:64<<10]
 		}
 		switch {
-		case poolURL.Match(l):
+		case url && poolURL.Match(l):
 			m := poolURL.Find(l)
 			r.add(RuleCryptoMiner, scanners.SeverityCritical, line, string(m), "mining-pool URL "+clip(string(m), 60)+": something here connects a crypto-miner to a pool. Remove it and find out who added it")
-		case poolHost.Match(l):
+		case host && poolHost.Match(l):
 			m := poolHost.Find(l)
 			r.add(RuleCryptoMiner, scanners.SeverityCritical, line, string(m), "mining-pool host "+string(m)+": something here connects a crypto-miner to a pool. Remove it and find out who added it")
-		case !doc && minerWord.Match(l):
+		case word && minerWord.Match(l):
 			m := minerWord.FindSubmatch(l)
 			r.add(RuleCryptoMiner, scanners.SeverityCritical, line, string(m[1]), "names the crypto-miner "+strings.ToLower(string(m[1]))+": GPU mining is the usual payload of a stolen cluster account. Remove it and find out who added it")
 		}
@@ -491,6 +574,9 @@ func (r *run) python(data []byte) {
 	var j jupyterAuth
 	jline := 0
 	for i, l := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "c.") && !strings.Contains(l, "0.0.0.0") && !strings.Contains(l, "::") && !strings.Contains(l, `"*"`) && !strings.Contains(l, "'*'") {
+			continue // neither a config assignment nor an all-interfaces address
+		}
 		if m := pyJupyterSet.FindStringSubmatch(l); m != nil {
 			v := m[3] + m[4]
 			if m[5] != "" {

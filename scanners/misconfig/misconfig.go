@@ -5,6 +5,7 @@
 package misconfig
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"path"
@@ -152,25 +153,39 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 		head = data
 	}
 	kind := classify(a.Path, head)
+	lower := bytes.ToLower(data)
+	cmds := mayHaveCommands(lower)
 	switch kind {
 	case kindShell:
-		r.commands(shellCommands(data, 0))
+		if cmds {
+			r.commands(shellCommands(data, 0))
+		}
 	case kindDockerfile:
-		r.commands(dockerfileCommands(data))
+		if cmds {
+			r.commands(dockerfileCommands(data))
+		}
 	case kindYAML:
 		r.yaml(data)
-		r.commands(textCommands(data))
+		if cmds {
+			r.commands(textCommands(data))
+		}
 	case kindPython:
 		r.python(data)
-		r.commands(textCommands(data))
+		if cmds {
+			r.commands(textCommands(data))
+		}
 	case kindJupyterJSON:
 		r.jupyterJSON(data)
 	case kindDoc:
 		// Prose mentions tools by name; only pool URLs count there.
 	default:
-		r.commands(textCommands(data))
+		if cmds {
+			r.commands(textCommands(data))
+		}
 	}
-	r.minerText(data, kind == kindDoc)
+	// Miner traces are searched in the lower-cased copy: it has the same
+	// lines, and evidence from it is a pool URL or a binary name.
+	r.minerText(lower, kind == kindDoc)
 	if truncated {
 		r.out = append(r.out, scanners.At(a, RuleNotScanned, 0,
 			fmt.Sprintf("only the first %d bytes of this %d-byte text file were checked for misconfigurations", s.maxBytes, c.Size())))

@@ -203,3 +203,21 @@ func TestEvidenceNamesOnlyTheMatch(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkScanText scans 1 MiB of ordinary source-like text, the common
+// case inside images: no finding, every line read.
+func BenchmarkScanText(b *testing.B) {
+	var buf strings.Builder
+	for buf.Len() < 1<<20 {
+		buf.WriteString("def forward(self, x):\n    return self.linear(torch.relu(x)) * 2  # scaled\n")
+	}
+	data := []byte(buf.String())
+	s := New()
+	a := &scanners.Artifact{Path: "model.py"}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := scanners.ScanBytes(context.Background(), s, a, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
