@@ -300,8 +300,8 @@ func hookCases(t *testing.T, bin string) {
 		{
 			name:   "latest image given to pyxis",
 			script: "#!/bin/bash\n#SBATCH --time=1\nsrun python train.py\n",
-			env:    []string{"_SLURM_SPANK_OPTION_pyxis_container_image=nvcr.io/nvidia/pytorch:latest"},
-			hook:   []string{"_SLURM_SPANK_OPTION_pyxis_container_image=nvcr.io/nvidia/pytorch:latest"},
+			env:    []string{"_SLURM_SPANK_OPTION_pyxis_container_image=registry.example.com/nvidia/pytorch:latest"},
+			hook:   []string{"_SLURM_SPANK_OPTION_pyxis_container_image=registry.example.com/nvidia/pytorch:latest"},
 			rule:   "pins/image-latest",
 		},
 		{

@@ -50,7 +50,7 @@ DATA=/datasets/corpus-v3
 OUT=/scratch/$USER/runs/$SLURM_JOB_ID
 mkdir -p "$OUT"
 
-IMAGE=nvcr.io/nvidia/pytorch:24.01-py3@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+IMAGE=registry.example.com/nvidia/pytorch:24.01-py3@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 
 echo "job $SLURM_JOB_ID on $(hostname) at $(date)"
 nvidia-smi --query-gpu=name,driver_version --format=csv || true

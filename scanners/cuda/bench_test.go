@@ -11,7 +11,7 @@ import (
 // requirements.txt --inventory inventory-20.yaml`: load the table and the
 // inventory, read the file, evaluate on every pool.
 func BenchmarkCheck20Pools(b *testing.B) {
-	req := "--extra-index-url https://download.pytorch.org/whl/cu121\ntorch==2.4.0+cu121\nnumpy==1.26.4\n"
+	req := "--extra-index-url https://pypi.example.com/whl/cu121\ntorch==2.4.0+cu121\nnumpy==1.26.4\n"
 	for b.Loop() {
 		s, err := New(WithInventory("../../fixtures/cuda/inventory-20.yaml"))
 		if err != nil {

@@ -190,7 +190,7 @@ func cuTag(d string) (string, bool) {
 var (
 	// torch==2.4.0+cu121, torchvision==0.19.0+cu121 (any +cuXYZ local version).
 	pipCUTagRe = regexp.MustCompile(`(?i)^\s*([a-z0-9][a-z0-9._-]*)(?:\[[^\]]*\])?\s*(?:===?|~=|>=)\s*[0-9][0-9a-z.!*]*\+cu(\d{2,4})\b`)
-	// --index-url https://download.pytorch.org/whl/cu128 (also --extra-index-url, -i, find-links).
+	// --index-url https://pypi.example.com/whl/cu128 (also --extra-index-url, -i, find-links).
 	pipIndexRe = regexp.MustCompile(`(?i)(?:--(?:extra-)?index-url|-i|--find-links|-f)[ =]\S*/whl/(?:nightly/)?cu(\d{2,4})\b`)
 	// nvidia-cuda-runtime-cu12==12.4.127, nvidia-cuda-runtime==13.0.96, cuda-toolkit[cublas]==13.0.2
 	pipRuntimeRe = regexp.MustCompile(`(?i)^\s*(nvidia-cuda-runtime(?:-cu(\d+))?|cuda-toolkit)(?:\[[^\]]*\])?\s*(?:===?|~=|>=)\s*(\d+\.\d+)`)
@@ -207,7 +207,7 @@ var (
 	moduleCompatRe = regexp.MustCompile(`(?i)^cudacompat/(\d+\.\d+)-(\d+(?:\.\d+)+)`)
 	// export TORCH_CUDA_ARCH_LIST="8.0 9.0+PTX", ENV TORCH_CUDA_ARCH_LIST=..., ARG ...
 	archVarRe = regexp.MustCompile(`(?:^|\s)(?:export\s+|ENV\s+|ARG\s+)?TORCH_CUDA_ARCH_LIST[= ]\s*["']?([^"'\n#]*)`)
-	// Dockerfile: FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04, FROM nvcr.io/nvidia/cuda:13.0.0-base
+	// Dockerfile: FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04, FROM registry.example.com/nvidia/cuda:13.0.0-base
 	fromCUDARe = regexp.MustCompile(`(?i)^\s*FROM\s+(?:--\S+\s+)*\S*nvidia/cuda:(\d+\.\d+(?:\.\d+)?)`)
 
 	// Lock files: any PyTorch wheel index path, a quoted version with +cuXYZ,

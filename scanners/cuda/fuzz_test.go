@@ -4,7 +4,7 @@ import "testing"
 
 func FuzzExtractFile(f *testing.F) {
 	for _, s := range []string{
-		"torch==2.4.0+cu121\n--index-url https://download.pytorch.org/whl/cu128\n",
+		"torch==2.4.0+cu121\n--index-url https://pypi.example.com/whl/cu128\n",
 		"dependencies:\n  - pytorch-cuda=12.1\n  - pip:\n    - torch==2.3.1+cu121\n",
 		"#!/bin/bash\nmodule load gcc/12 cuda/12.4.1 CUDAcompat/11.7-515.65.01\nexport TORCH_CUDA_ARCH_LIST=\"8.0 9.0+PTX\"\n",
 		"FROM nvidia/cuda:12.4.1-devel\nENV TORCH_CUDA_ARCH_LIST=9.0a\n",

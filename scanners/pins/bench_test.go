@@ -24,12 +24,12 @@ func benchFiles(n int) map[string][]byte {
 #SBATCH --nodes=%[2]d
 #SBATCH --gres=gpu:8
 #SBATCH --time=24:00:00
-#SBATCH --container-image=nvcr.io#nvidia/pytorch:24.%02[3]d-py3
+#SBATCH --container-image=registry.example.com#nvidia/pytorch:24.%02[3]d-py3
 #SBATCH --container-mounts=/data:/data
 set -euo pipefail
 module load cuda/12.%[3]d nccl
 export NCCL_DEBUG=INFO
-IMG=nvcr.io#nvidia/nemo:24.%02[3]d
+IMG=registry.example.com#nvidia/nemo:24.%02[3]d
 VENV=/scratch/$USER/venv-%[1]d
 python -m venv "$VENV" && source "$VENV/bin/activate"
 pip install --upgrade pip
@@ -47,7 +47,7 @@ echo done
 `, i, 1+i%8, i%12)
 		case 7, 8, 9, 10, 11:
 			out[fmt.Sprintf("%s/Dockerfile.%05d", dir, i)] = fmt.Appendf(nil, `# syntax=docker/dockerfile:1
-ARG BASE=nvcr.io/nvidia/pytorch:24.%02[2]d-py3
+ARG BASE=registry.example.com/nvidia/pytorch:24.%02[2]d-py3
 FROM ${BASE} AS build
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update && \

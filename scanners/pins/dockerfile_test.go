@@ -6,10 +6,10 @@ const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef012345678
 
 func TestDockerfile(t *testing.T) {
 	checkCases(t, []tcase{
-		{"latest and tag", "Dockerfile", "FROM ubuntu\nFROM python:3.11-slim\nFROM nvcr.io/nvidia/pytorch:23.10-py3@" + digest + "\n",
+		{"latest and tag", "Dockerfile", "FROM ubuntu\nFROM python:3.11-slim\nFROM registry.example.com/nvidia/pytorch:23.10-py3@" + digest + "\n",
 			[]string{"image-latest@1", "image-not-digest@2"}},
 		{"explicit latest", "Dockerfile", "FROM ubuntu:latest AS base\n", []string{"image-latest@1"}},
-		{"ARG base with default", "Containerfile", "ARG BASE=nvcr.io/nvidia/pytorch:23.10-py3\nFROM ${BASE}\n", []string{"image-not-digest@2"}},
+		{"ARG base with default", "Containerfile", "ARG BASE=registry.example.com/nvidia/pytorch:23.10-py3\nFROM ${BASE}\n", []string{"image-not-digest@2"}},
 		{"ARG tag hides latest", "Dockerfile", "ARG TAG=latest\nFROM pytorch/pytorch:$TAG\n", []string{"image-latest@2"}},
 		{"ARG without default", "Dockerfile", "ARG BASE\nFROM ${BASE}\n", []string{"image-variable@2"}},
 		{"ARG pinned default", "Dockerfile", "ARG BASE=ubuntu:22.04@" + digest + "\nFROM $BASE\n", nil},

@@ -40,7 +40,7 @@ type sectionContent struct{ *bytes.Reader }
 
 func FuzzShell(f *testing.F) {
 	for _, s := range []string{
-		"#!/bin/bash\n#SBATCH --container-image=nvcr.io#nvidia/pytorch:24.01-py3\nIMG=x:1\nsrun --container-image \"$IMG\" true\n",
+		"#!/bin/bash\n#SBATCH --container-image=registry.example.com#nvidia/pytorch:24.01-py3\nIMG=x:1\nsrun --container-image \"$IMG\" true\n",
 		"pip install \\\n torch 'numpy>=1' && curl -fsSL https://e.test/i.sh | sh\n",
 		"bash <<EOF\npip install x\nEOF\npython - <<'P'\nimport torch\ntorch.load('a')\nP\n",
 		"git clone https://e.test/a.git && git -C a checkout ${REV}\nwget -qO- https://e.test/x | tar xz\n",

@@ -10,7 +10,7 @@ func TestShell(t *testing.T) {
 			[]string{"pip-extra-index-url@1"}},
 		{"vcs", "a.sh", "pip install git+https://example.test/o/r.git@main\npip install 'pkg @ git+https://example.test/o/r.git@0123456789abcdef0123456789abcdef01234567'\npip install git+ssh://git@example.test/o/r.git\n",
 			[]string{"vcs-unpinned@1", "vcs-unpinned@3"}},
-		{"variables resolved", "a.sh", "PKG=torch\nVER=\"==2.3.0\"\npip install ${PKG}${VER}\nIMG=nvcr.io/nvidia/pytorch:24.01-py3\napptainer pull docker://$IMG\nexport TAG=latest\nsingularity exec docker://ubuntu:$TAG true\n",
+		{"variables resolved", "a.sh", "PKG=torch\nVER=\"==2.3.0\"\npip install ${PKG}${VER}\nIMG=registry.example.com/nvidia/pytorch:24.01-py3\napptainer pull docker://$IMG\nexport TAG=latest\nsingularity exec docker://ubuntu:$TAG true\n",
 			[]string{"image-not-digest@5", "image-latest@7"}},
 		{"unresolved variable skipped", "a.sh", "pip install \"$PKGS\"\n", nil},
 		{"conda", "a.sh", "conda install -y -c conda-forge numpy scipy=1.11 'pandas>=2'\nmamba create -n x python=3.11 cudatoolkit\nmicromamba install -f env.yml\n",
@@ -34,8 +34,8 @@ func TestShell(t *testing.T) {
 		{"python -c string", "a.sh", "python3 -c 'import torch; torch.load(\"w.pt\")'\npython -c \"import os; os.system('pip install x')\"\n", []string{"torch-load-unsafe@1", "pip-unpinned@2"}},
 		{"hf cli", "a.sh", "huggingface-cli download meta-llama/Llama-3-8B --local-dir /m\nhf download org/m --revision 0123456789abcdef0123456789abcdef01234567\nhf download org/m --revision main\n",
 			[]string{"hf-revision@1", "hf-revision@3"}},
-		{"docker pull", "a.sh", "docker pull nvcr.io/nvidia/tritonserver:24.01-py3\ndocker pull ubuntu@" + digest + "\n", []string{"image-not-digest@1"}},
-		{"enroot", "a.sh", "enroot import docker://nvcr.io#nvidia/pytorch:24.01-py3\nenroot import 'docker://user@nvcr.io#nvidia/pytorch@" + digest + "'\n", []string{"image-not-digest@1"}},
+		{"docker pull", "a.sh", "docker pull registry.example.com/nvidia/tritonserver:24.01-py3\ndocker pull ubuntu@" + digest + "\n", []string{"image-not-digest@1"}},
+		{"enroot", "a.sh", "enroot import docker://registry.example.com#nvidia/pytorch:24.01-py3\nenroot import 'docker://user@registry.example.com#nvidia/pytorch@" + digest + "'\n", []string{"image-not-digest@1"}},
 		{"pip config extra index", "a.sh", "pip config set global.extra-index-url https://pkgs.example.test/simple\nexport UV_EXTRA_INDEX_URL=https://pkgs.example.test/simple\n",
 			[]string{"pip-extra-index-url@1", "pip-extra-index-url@2"}},
 	})
@@ -43,12 +43,12 @@ func TestShell(t *testing.T) {
 
 func TestSbatch(t *testing.T) {
 	checkCases(t, []tcase{
-		{"directives before first command only", "train.sbatch", "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --container-image=nvcr.io#nvidia/pytorch:24.01-py3\n\nmodule load cuda\nmodule load nccl/2.18.3\n#SBATCH --container-image=ubuntu\nsrun --container-image=/shared/images/pt.sqsh python train.py\n",
+		{"directives before first command only", "train.sbatch", "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --container-image=registry.example.com#nvidia/pytorch:24.01-py3\n\nmodule load cuda\nmodule load nccl/2.18.3\n#SBATCH --container-image=ubuntu\nsrun --container-image=/shared/images/pt.sqsh python train.py\n",
 			[]string{"image-not-digest@3", "module-unversioned@5"}},
-		{"srun images", "job.sh", "#!/bin/bash\n#SBATCH --gres=gpu:8\nIMG=nvcr.io#nvidia/nemo:24.05\nsrun --mpi=pmix --container-image \"$IMG\" --container-mounts=/data:/data python train.py\nsrun -N 2 --container-image=user@nvcr.io#nvidia/pytorch:sha256:" + digest[7:] + " true\nsrun --container-image=pytorch/pytorch pip install flash-attn\n",
+		{"srun images", "job.sh", "#!/bin/bash\n#SBATCH --gres=gpu:8\nIMG=registry.example.com#nvidia/nemo:24.05\nsrun --mpi=pmix --container-image \"$IMG\" --container-mounts=/data:/data python train.py\nsrun -N 2 --container-image=user@registry.example.com#nvidia/pytorch:sha256:" + digest[7:] + " true\nsrun --container-image=pytorch/pytorch pip install flash-attn\n",
 			[]string{"image-not-digest@4", "image-latest@6", "pip-unpinned@6"}},
 		{"ml", "job.sbatch", "#!/bin/bash\nml purge\nml gcc/12 python\nmodule add cudnn\n", []string{"module-unversioned@3", "module-unversioned@4"}},
-		{"quoted directive", "x (sbatch options)", "#!/bin/sh\n#SBATCH \"--container-image=nvcr.io#nvidia/pytorch:24.01-py3\"\n", []string{"image-not-digest@2"}},
+		{"quoted directive", "x (sbatch options)", "#!/bin/sh\n#SBATCH \"--container-image=registry.example.com#nvidia/pytorch:24.01-py3\"\n", []string{"image-not-digest@2"}},
 		{"no shebang", "stdin", "#SBATCH --container-image=ubuntu\nsrun true\n", []string{"image-latest@1"}},
 		{"sbatch by content", "run", "#!/bin/bash\n#SBATCH --container-image=ubuntu:22.04\necho hi\n", []string{"image-not-digest@2"}},
 	})

@@ -15,9 +15,9 @@ spec:
       image: busybox
   containers:
     - name: main
-      image: nvcr.io/nvidia/pytorch:24.01-py3
+      image: registry.example.com/nvidia/pytorch:24.01-py3
     - name: ok
-      image: ghcr.io/o/app:1.0@` + digest + `
+      image: registry.example.com/o/app:1.0@` + digest + `
 ---
 apiVersion: batch/v1
 kind: CronJob
@@ -184,13 +184,13 @@ sdu = torch.hub.load_state_dict_from_url("https://example.test/w.pth")
 }
 
 func TestImageConfigAndApptainer(t *testing.T) {
-	cfg := `{"architecture":"amd64","config":{"Env":["PATH=/usr/bin"],"Labels":{"org.opencontainers.image.base.name":"docker.io/library/ubuntu:22.04"}},
+	cfg := `{"architecture":"amd64","config":{"Env":["PATH=/usr/bin"],"Labels":{"org.opencontainers.image.base.name":"registry.example.com/library/ubuntu:22.04"}},
 "history":[{"created_by":"/bin/sh -c #(nop) ADD file:abc in / "},
 {"created_by":"RUN /bin/sh -c pip install --no-cache-dir torch # buildkit"},
 {"created_by":"RUN |1 V=1 /bin/sh -c pip install numpy==1.26.4 # buildkit"},
 {"created_by":"ENV X=1","empty_layer":true}]}`
 	a := `Bootstrap: docker
-From: nvcr.io/nvidia/pytorch:24.01-py3
+From: registry.example.com/nvidia/pytorch:24.01-py3
 
 %post
     pip install flash-attn

@@ -50,7 +50,7 @@ var ruleCases = []ruleCase{
 	{"secrets/huggingface-token", "download.py",
 		func(g *fakeGen) (string, string) {
 			t := "hf_" + g.str(alnum, 34)
-			return "snapshot_download(repo, token=\"" + t + "\")\nurl = 'https://user:" + t + "@huggingface.co/org/model'\n", t
+			return "snapshot_download(repo, token=\"" + t + "\")\nurl = 'https://user:" + t + "@hub.example.com/org/model'\n", t
 		},
 		func(g *fakeGen) string { return "snapshot_download(repo, token=\"<YOUR_TOKEN>\")\n" }},
 	{"secrets/huggingface-org-token", "cfg.yaml",
@@ -92,10 +92,10 @@ var ruleCases = []ruleCase{
 	{"secrets/ngc-api-key", "login.sh",
 		func(g *fakeGen) (string, string) {
 			t := g.ngcLegacy()
-			return "docker login nvcr.io -u '$oauthtoken' -p " + t + "\n", t
+			return "docker login registry.example.com -u '$oauthtoken' -p " + t + "\n", t
 		},
 		func(g *fakeGen) string {
-			return "docker login nvcr.io -u '$oauthtoken' --password-stdin < ~/.ngc/key\n"
+			return "docker login registry.example.com -u '$oauthtoken' --password-stdin < ~/.ngc/key\n"
 		}},
 	{"secrets/openai-api-key", "app.py",
 		func(g *fakeGen) (string, string) {

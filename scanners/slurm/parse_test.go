@@ -32,10 +32,10 @@ var parseCases = []parseCase{
 		words: [][]string{{"--time=10"}}},
 	{name: "heredoc after command", script: "#!/bin/bash\n#SBATCH --time=10\ncat > next.sh <<'EOF'\n#!/bin/bash\n#SBATCH --gres=gpu:1\nEOF\n#SBATCH --mem=1G\n",
 		words: [][]string{{"--time=10"}}, ignored: []int{7}},
-	{name: "truncated image", pyxis: true, script: "#!/bin/bash\n#SBATCH --container-image=nvcr.io#nvidia/pytorch:24.01-py3\nsrun python train.py\n",
-		words: [][]string{{"--container-image=nvcr.io"}}, trunc: "--container-image=nvcr.io"},
-	{name: "quoted hash kept", pyxis: true, script: "#!/bin/bash\n#SBATCH --container-image=\"nvcr.io#nvidia/pytorch:24.01-py3\"\ntrue\n",
-		words: [][]string{{"--container-image=nvcr.io#nvidia/pytorch:24.01-py3"}}},
+	{name: "truncated image", pyxis: true, script: "#!/bin/bash\n#SBATCH --container-image=registry.example.com#nvidia/pytorch:24.01-py3\nsrun python train.py\n",
+		words: [][]string{{"--container-image=registry.example.com"}}, trunc: "--container-image=registry.example.com"},
+	{name: "quoted hash kept", pyxis: true, script: "#!/bin/bash\n#SBATCH --container-image=\"registry.example.com#nvidia/pytorch:24.01-py3\"\ntrue\n",
+		words: [][]string{{"--container-image=registry.example.com#nvidia/pytorch:24.01-py3"}}},
 	{name: "escaped hash kept", script: "#!/bin/bash\n#SBATCH --comment=run\\#5\ntrue\n",
 		words: [][]string{{"--comment=run#5"}}},
 	{name: "trailing comment", script: "#!/bin/bash\n#SBATCH --time=10 # ten minutes\ntrue\n",
@@ -117,7 +117,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestEffective(t *testing.T) {
-	s := Parse([]byte("#!/bin/bash\n#SBATCH --container-image=nvcr.io/nvidia/pytorch:24.01-py3\n#SBATCH -p gpu --time=10\ntrue\n"))
+	s := Parse([]byte("#!/bin/bash\n#SBATCH --container-image=registry.example.com/nvidia/pytorch:24.01-py3\n#SBATCH -p gpu --time=10\ntrue\n"))
 	eff, probs := s.Effective(
 		[]string{"SBATCH_PARTITION=debug", "_SLURM_SPANK_OPTION_pyxis_container_image=ubuntu:latest", "HOME=/root"},
 		[]string{"--time=20", "-J", "x"})
@@ -139,11 +139,11 @@ func TestEffective(t *testing.T) {
 }
 
 func TestSplitArgs(t *testing.T) {
-	got, err := SplitArgs(`--container-image='nvcr.io#nvidia/pytorch:24.01' -J "a b" x\ y`)
+	got, err := SplitArgs(`--container-image='registry.example.com#nvidia/pytorch:24.01' -J "a b" x\ y`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"--container-image=nvcr.io#nvidia/pytorch:24.01", "-J", "a b", "x y"}
+	want := []string{"--container-image=registry.example.com#nvidia/pytorch:24.01", "-J", "a b", "x y"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}

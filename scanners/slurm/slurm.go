@@ -28,8 +28,8 @@ var (
 	RuleValueTruncated = scanners.Rule{
 		ID: "misconfig/sbatch-value-truncated", Check: scanners.CheckMisconfig, Severity: scanners.SeverityMedium,
 		Title: "#SBATCH value cut short by '#'",
-		Why:   "an unescaped '#' in an #SBATCH line starts a comment, so Slurm receives only the part before it (nvcr.io#nvidia/pytorch becomes nvcr.io)",
-		Fix:   `quote the value ("nvcr.io#nvidia/pytorch:24.01-py3") or escape the '#' as \#`,
+		Why:   "an unescaped '#' in an #SBATCH line starts a comment, so Slurm receives only the part before it (registry.example.com#nvidia/pytorch becomes registry.example.com)",
+		Fix:   `quote the value ("registry.example.com#nvidia/pytorch:24.01-py3") or escape the '#' as \#`,
 	}
 	RuleInvalid = scanners.Rule{
 		ID: "misconfig/sbatch-invalid", Check: scanners.CheckMisconfig, Severity: scanners.SeverityMedium,

@@ -144,7 +144,7 @@ func imgTestImage(t testing.TB, arch string) imgTestFixture {
 	cf.Config.Cmd = []string{"jupyter", "notebook", "--ip=0.0.0.0", "--NotebookApp.token="}
 	cf.Config.User = "root"
 	cf.Config.ExposedPorts = map[string]struct{}{"8888/tcp": {}}
-	cf.Config.Labels = map[string]string{"org.opencontainers.image.base.name": "nvcr.io/nvidia/pytorch:24.01-py3"}
+	cf.Config.Labels = map[string]string{"org.opencontainers.image.base.name": "registry.example.com/nvidia/pytorch:24.01-py3"}
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
 		t.Fatal(err)

@@ -174,7 +174,7 @@ Exit status: 0 every result compatible (forward compatibility included), 1 some 
 incompatible, 2 could not check: bad usage, no host facts, a target that could not be
 read in full, or a verdict of unknown.`,
 		Example: `  # Will this image start on the production pools?
-  mlwarden cuda check registry:nvcr.io/nvidia/pytorch:25.08-py3 --inventory pools.yaml
+  mlwarden cuda check registry:registry.example.com/nvidia/pytorch:25.08-py3 --inventory pools.yaml
 
   # A requirements file against a driver and two GPU kinds, as JSON
   mlwarden cuda check requirements.txt --driver 535.104.05 --gpu 8.0:tesla --gpu 9.0:nvidia --format json

@@ -61,7 +61,7 @@ lua-socket), or run 'mlwarden sbatch --connect SOCKET', which falls back to
 checking in-process when nothing answers.`,
 		Example: `  mlwarden sbatch train.sbatch
   mlwarden sbatch - < train.sbatch
-  mlwarden sbatch --sbatch-args "-p gpu --container-image=nvcr.io#nvidia/pytorch:24.01-py3" job.sh
+  mlwarden sbatch --sbatch-args "-p gpu --container-image=registry.example.com#nvidia/pytorch:24.01-py3" job.sh
   mlwarden sbatch --serve /run/mlwarden/sbatch.sock`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

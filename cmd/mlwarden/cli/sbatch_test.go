@@ -230,7 +230,7 @@ func BenchmarkSbatchCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	req := sbatchRequest{name: "job script", script: []byte(script + "\n"),
-		env: []string{"_SLURM_SPANK_OPTION_pyxis_container_image=nvcr.io/nvidia/pytorch:24.01-py3"}}
+		env: []string{"_SLURM_SPANK_OPTION_pyxis_container_image=registry.example.com/nvidia/pytorch:24.01-py3"}}
 	b.ResetTimer()
 	for b.Loop() {
 		var out bytes.Buffer

@@ -637,7 +637,7 @@ referrers) of REF, bound to the digest REF resolves to, with a public key or
 keyless (identity, OIDC issuer, trusted_root.json). With --attestation-type it
 verifies an in-toto attestation of that type whose subject is the image.
 Only the registry in REF is contacted; never TUF or Rekor.`,
-		Example: "  mlwarden verify image registry.internal/ml/train:v3 --key cosign.pub\n  mlwarden verify image nvcr.io/nvidia/pytorch:24.05-py3 --certificate-identity-regexp '^https://github.com/org/' --certificate-oidc-issuer https://token.actions.githubusercontent.com --trusted-root trusted_root.json\n  mlwarden verify image REF --key cosign.pub --attestation-type slsaprovenance1",
+		Example: "  mlwarden verify image registry.internal/ml/train:v3 --key cosign.pub\n  mlwarden verify image registry.example.com/nvidia/pytorch:24.05-py3 --certificate-identity-regexp '^https://github.com/org/' --certificate-oidc-issuer https://token.actions.githubusercontent.com --trusted-root trusted_root.json\n  mlwarden verify image REF --key cosign.pub --attestation-type slsaprovenance1",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := checkFormat(o.format); err != nil {
