@@ -561,8 +561,7 @@ func fsReadDir(r *os.Root, dir string) ([]os.DirEntry, error) {
 // scanImage verifies an image target's signature once, when the policy
 // names it.
 func (s *Scanner) scanImage(ctx context.Context, a *scanners.Artifact) ([]scanners.Finding, error) {
-	ref := a.Target
-	key := "image\x00" + ref
+	key := "image\x00" + a.Target
 	s.mu.Lock()
 	seen := s.done[key]
 	s.done[key] = true
@@ -570,6 +569,30 @@ func (s *Scanner) scanImage(ctx context.Context, a *scanners.Artifact) ([]scanne
 	if seen {
 		return nil, nil
 	}
+	return s.imageFindings(ctx, a)
+}
+
+// VerifyImage checks one image reference against the policy's images, as
+// an admission webhook asks before a Pod starts: nil when no policy entry
+// names the image or one of its authorities verifies it, otherwise an error
+// that says why (unsigned, invalid, not signed by a trusted identity, or
+// the registry could not be asked).
+func (s *Scanner) VerifyImage(ctx context.Context, ref string) error {
+	fs, err := s.imageFindings(ctx, &scanners.Artifact{Kind: scanners.ArtifactImageConfig, Target: ref, TargetKind: scanners.KindImage})
+	if err != nil {
+		return err
+	}
+	for _, f := range fs {
+		if f.RuleID != RuleUnverified.ID {
+			return errors.New(f.Message)
+		}
+	}
+	return nil
+}
+
+// imageFindings verifies ref (a.Target) against the image policy.
+func (s *Scanner) imageFindings(ctx context.Context, a *scanners.Artifact) ([]scanners.Finding, error) {
+	ref := a.Target
 	alt := []string{}
 	if r, err := name.ParseReference(ref, s.nameOpts...); err == nil {
 		alt = append(alt, r.Name(), r.Context().Name())

@@ -247,6 +247,38 @@ func TestImagePolicy(t *testing.T) {
 	}
 }
 
+func TestVerifyImage(t *testing.T) {
+	keys := t.TempDir()
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p := Policy{Images: []ImagePolicy{{Glob: "registry.internal/ml/**", Authorities: []Authority{{Key: writeKey(t, keys, k)}}}}}
+	for _, tt := range []struct {
+		ref  string
+		verr error
+		ok   bool
+	}{
+		{"registry.internal/ml/train@sha256:" + strings.Repeat("a", 64), nil, true},
+		{"registry.internal/ml/train@sha256:" + strings.Repeat("a", 64), trust.ErrUnsigned, false},
+		{"registry.internal/ml/train@sha256:" + strings.Repeat("a", 64), trust.ErrIdentity, false},
+		{"registry.internal/ml/train@sha256:" + strings.Repeat("a", 64), io.ErrUnexpectedEOF, false},
+		{"registry.internal/other/x@sha256:" + strings.Repeat("a", 64), trust.ErrInvalid, true},
+	} {
+		s, err := New(WithPolicy(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.verify = func(context.Context, string, imagesig.Options) (*imagesig.Result, error) {
+			return &imagesig.Result{}, tt.verr
+		}
+		// Asked twice: an admission webhook asks for every Pod, so an answer
+		// must not be remembered as "already checked".
+		for range 2 {
+			if err := s.VerifyImage(context.Background(), tt.ref); (err == nil) != tt.ok {
+				t.Errorf("%s %v: VerifyImage = %v, want ok=%v", tt.ref, tt.verr, err, tt.ok)
+			}
+		}
+	}
+}
+
 func TestGlob(t *testing.T) {
 	for _, tt := range []struct {
 		glob, s string
