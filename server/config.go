@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"io"
 	"os"
 	"strings"
@@ -54,6 +55,10 @@ type Config struct {
 	Policy `yaml:",inline"`
 	// Namespaces override the policy per namespace.
 	Namespaces map[string]Policy `yaml:"namespaces,omitempty"`
+	// SignaturePolicy says which images must be signed and by whom, in the
+	// format of .mlwarden.yaml's signatures section. A failed check is
+	// answered as Policy.Signatures says.
+	SignaturePolicy signatures.Policy `yaml:"signature-policy,omitempty"`
 	// ScanDeadline bounds an inline scan; keep it below the webhook's
 	// timeoutSeconds (default 7s for the 10s timeout in deploy/).
 	ScanDeadline time.Duration `yaml:"scan-deadline,omitempty"`

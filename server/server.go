@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"log/slog"
 	"net"
 	"net/http"
@@ -80,6 +81,16 @@ func WithScanner(sc ImageScanner) Option { return func(s *Server) { s.scanner = 
 
 // WithStore sets the verdict store (default: in memory).
 func WithStore(st verdict.Store) Option { return func(s *Server) { s.store = st } }
+
+// ImagePolicyVerifier answers the signature question with the signatures
+// check's image policy (signature-policy in the config): the same rules as
+// `mlwarden scan` and `mlwarden verify image`, asked for every digest.
+type ImagePolicyVerifier struct{ Policy *signatures.Scanner }
+
+// VerifyImage implements SignatureVerifier.
+func (v ImagePolicyVerifier) VerifyImage(ctx context.Context, d name.Digest) error {
+	return v.Policy.VerifyImage(ctx, d.String())
+}
 
 // WithSignatureVerifier sets the signature check run at admission.
 func WithSignatureVerifier(v SignatureVerifier) Option { return func(s *Server) { s.sigs = v } }

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mlwarden/mlwarden/scanners/catalog"
+	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"github.com/mlwarden/mlwarden/scanners/source"
 	"github.com/mlwarden/mlwarden/server"
 	"github.com/mlwarden/mlwarden/server/imagescan"
@@ -100,7 +104,24 @@ func runServe(cmd *cobra.Command, a *app, o *serveOptions) error {
 	}
 	defer closeStore()
 
-	srv, err := server.New(
+	opts := []server.Option{}
+	if len(cfg.SignaturePolicy.Images) > 0 {
+		pol := cfg.SignaturePolicy
+		if o.config != "" {
+			pol = pol.Resolve(filepath.Dir(o.config))
+		}
+		var nameOpts []name.Option
+		if len(o.insecureRegs) > 0 {
+			nameOpts = append(nameOpts, name.Insecure)
+		}
+		sigs, err := signatures.New(signatures.WithPolicy(pol), signatures.WithNameOptions(nameOpts...))
+		if err != nil {
+			return usageError("%s: signature-policy: %v", o.config, err)
+		}
+		defer sigs.Close()
+		opts = append(opts, server.WithSignatureVerifier(server.ImagePolicyVerifier{Policy: sigs}))
+	}
+	srv, err := server.New(append(opts,
 		server.WithConfig(cfg),
 		server.WithScanner(scanner),
 		server.WithStore(store),
@@ -108,7 +129,7 @@ func runServe(cmd *cobra.Command, a *app, o *serveOptions) error {
 		server.WithRulesVersion(rv),
 		server.WithVersion(a.build.Version),
 		server.WithInsecureRegistries(o.insecureRegs...),
-	)
+	)...)
 	if err != nil {
 		return usageError("%v", err)
 	}
