@@ -86,6 +86,11 @@ type Artifact struct {
 	CreatedBy  string
 	// Commit is the git commit the content came from (history scans).
 	Commit string
+	// Digest is the digest of the image the artifact came from, as in
+	// Target.Digest (the index or manifest digest), when the source knows
+	// it: checks that ask the registry about the image (signatures) ask
+	// about exactly these bytes, not whatever the tag points to now.
+	Digest string
 	// Note is a fact about this artifact that every finding in it should carry,
 	// such as "deleted in layer 4 — still present in the image".
 	Note string

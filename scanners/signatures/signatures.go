@@ -612,11 +612,17 @@ func (s *Scanner) imageFindings(ctx context.Context, a *scanners.Artifact) ([]sc
 			"image %s matches the signature policy %q but is a local copy; its cosign signature lives in the registry; verify the registry reference with mlwarden verify image", ref, ip.Glob))
 		return []scanners.Finding{f}, nil
 	}
+	// Verify the bytes that were scanned: the digest the image source
+	// pulled, not whatever the tag points to by now.
+	verifyRef := ref
+	if r, err := name.ParseReference(ref, s.nameOpts...); err == nil && strings.HasPrefix(a.Digest, "sha256:") {
+		verifyRef = r.Context().Digest(a.Digest).String()
+	}
 	var errs []error
 	for _, au := range ip.auth {
 		o := imagesig.Options{Key: au.key, TrustedMaterial: au.root, Identities: au.identities,
 			AttestationType: ip.AttestationType, Remote: s.remote, NameOptions: s.nameOpts}
-		if _, err := s.verify(ctx, ref, o); err != nil {
+		if _, err := s.verify(ctx, verifyRef, o); err != nil {
 			errs = append(errs, err)
 			continue
 		}

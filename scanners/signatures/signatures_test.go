@@ -247,6 +247,31 @@ func TestImagePolicy(t *testing.T) {
 	}
 }
 
+// TestImagePolicyPulledDigest: the signature is checked for the digest the
+// image source pulled, not for the tag as given.
+func TestImagePolicyPulledDigest(t *testing.T) {
+	keys := t.TempDir()
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p := Policy{Images: []ImagePolicy{{Glob: "registry.internal/ml/**", Authorities: []Authority{{Key: writeKey(t, keys, k)}}}}}
+	s, err := New(WithPolicy(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked string
+	s.verify = func(_ context.Context, ref string, _ imagesig.Options) (*imagesig.Result, error) {
+		asked = ref
+		return &imagesig.Result{}, nil
+	}
+	d := "sha256:" + strings.Repeat("b", 64)
+	a := &scanners.Artifact{Kind: scanners.ArtifactImageConfig, Target: "registry.internal/ml/train:v1", TargetKind: scanners.KindImage, Path: "/.image-config.json", Digest: d}
+	if _, err := scanners.ScanBytes(context.Background(), s, a, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if want := "registry.internal/ml/train@" + d; asked != want {
+		t.Errorf("verified %q, want %q", asked, want)
+	}
+}
+
 func TestVerifyImage(t *testing.T) {
 	keys := t.TempDir()
 	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -126,6 +126,10 @@ func imgCheckFixture(t *testing.T, f imgTestFixture, res *scanners.Result, rec *
 	if len(cfg) != 1 || cfg[0].a.Kind != scanners.ArtifactImageConfig {
 		t.Fatalf("config artifact: %+v", cfg)
 	}
+	// It names the digest that was pulled, for checks that ask the registry.
+	if d := res.Targets[0].Digest; d == "" || cfg[0].a.Digest != d {
+		t.Errorf("config artifact digest %q, target digest %q", cfg[0].a.Digest, d)
+	}
 	var cf v1.ConfigFile
 	if err := json.Unmarshal([]byte(cfg[0].body), &cf); err != nil {
 		t.Fatal(err)

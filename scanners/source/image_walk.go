@@ -121,7 +121,7 @@ func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
 	}
 	ca := &scanners.Artifact{
 		Kind: scanners.ArtifactImageConfig, Target: target, TargetKind: scanners.KindImage,
-		Path: cfgPath, Size: int64(len(raw)), Mode: 0o444,
+		Path: cfgPath, Size: int64(len(raw)), Mode: 0o444, Digest: w.src.Target().Digest,
 	}
 	if err := w.sink.Artifact(ca, bytes.NewReader(raw)); err != nil {
 		return err
