@@ -340,3 +340,23 @@ func TestRulesListed(t *testing.T) {
 		t.Errorf("only %d rules listed", len(rs))
 	}
 }
+
+// TestHuggingFaceTokensAnyFirstCharacter: the placeholder allowlist drops
+// whole-token placeholders (hf_xxxx…, hf_0000…), never a real token that
+// merely starts with x or 0 (a prefix match once dropped one token in 31;
+// the sbatch E2E test caught it with a random token).
+func TestHuggingFaceTokensAnyFirstCharacter(t *testing.T) {
+	s := newScanner(t)
+	g := newFake(31)
+	for _, first := range []string{"x", "X", "0", "y", "test", "token"} {
+		tok := "hf_" + first + g.str(alnum, 34-len(first))
+		if fs := scan(t, s, "job.sbatch", "export HF_TOKEN="+tok+"\n"); len(fs) != 1 || fs[0].RuleID != "secrets/huggingface-token" {
+			t.Errorf("token starting with %q: %v", first, fs)
+		}
+	}
+	for _, ph := range []string{"hf_" + strings.Repeat("x", 34), "hf_" + strings.Repeat("0", 34)} {
+		if fs := scan(t, s, "job.sbatch", "export HF_TOKEN="+ph+"\n"); len(fs) != 0 {
+			t.Errorf("placeholder %s reported: %v", ph, fs)
+		}
+	}
+}
