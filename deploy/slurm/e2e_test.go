@@ -215,7 +215,11 @@ func setLua(t *testing.T, lines map[string]string) {
 			t.Fatal(err)
 		}
 		// slurmctld reloads job_submit.lua when its mtime (in seconds)
-		// moves past the last one it loaded.
+		// moves past the last one it loaded. An earlier test process on the
+		// same cluster may have left a later mtime: start from the file's.
+		if fi, err := os.Stat(lua); err == nil && fi.ModTime().After(luaLast) {
+			luaLast = fi.ModTime()
+		}
 		luaMtime = time.Now().Add(2 * time.Second).Truncate(time.Second)
 		if !luaMtime.After(luaLast) {
 			luaMtime = luaLast.Add(2 * time.Second)
