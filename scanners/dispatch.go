@@ -80,10 +80,6 @@ func NewDispatcher(scs []Scanner, opts ...Option) *Dispatcher {
 	return d
 }
 
-// smallFile is the size up to which content that can be read in place is
-// still read whole into memory once, so that several scanners share it.
-const smallFile = 1 << 20
-
 // Run scans every source and returns the result with findings in a
 // deterministic order: the same input gives a byte-identical report.
 func (d *Dispatcher) Run(ctx context.Context, sources ...Source) *Result {
@@ -102,6 +98,7 @@ func (d *Dispatcher) Run(ctx context.Context, sources ...Source) *Result {
 		if err != nil {
 			s.Error(Error{Target: res.Targets[i].Name, Message: err.Error()})
 		}
+		s.finish(res.Targets[i])
 		res.Findings = append(res.Findings, s.findings...)
 		res.Errors = append(res.Errors, s.errs...)
 	}
@@ -233,6 +230,34 @@ func scrubSecrets(fs []Finding) {
 	}
 }
 
+// finish lets every check that judges whole targets report on t, after its
+// walk. Findings about files of a partly walked target still count.
+func (s *sink) finish(t Target) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	for _, sc := range s.d.scanners {
+		f, ok := sc.(TargetFinisher)
+		if !ok {
+			continue
+		}
+		fs, err := finishSafely(s.ctx, f, t)
+		if err != nil {
+			s.Error(Error{Target: t.Name, Message: fmt.Sprintf("%s check: %v", sc.Check(), err)})
+		}
+		s.add(fs)
+	}
+}
+
+func finishSafely(ctx context.Context, f TargetFinisher, t Target) (fs []Finding, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error (panic): %v", p)
+		}
+	}()
+	return f.FinishTarget(ctx, t)
+}
+
 // scanSafely calls sc.Scan and turns a panic into an error, so that one
 // scanner's bug on one hostile file cannot end the run or hide other results.
 func scanSafely(ctx context.Context, sc Scanner, a *Artifact, c Content) (fs []Finding, err error) {
@@ -279,7 +304,7 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 	}
 	o := &opened{wanted: wanted}
 	switch {
-	case isRA && a.Size <= smallFile:
+	case isRA && a.Size <= SmallFile:
 		buf := make([]byte, a.Size)
 		n, err := ra.ReadAt(buf, 0)
 		if err != nil && !errors.Is(err, io.EOF) {

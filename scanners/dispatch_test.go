@@ -245,3 +245,53 @@ func TestSecretsScrubbedFromOtherChecks(t *testing.T) {
 		t.Errorf("secret shown: %s", out)
 	}
 }
+
+// tallyScanner counts the files of each target it scans and reports the
+// count once per target when the dispatcher says the target is done.
+type tallyScanner struct {
+	mu      sync.Mutex
+	seen    map[string]int
+	panicOn string
+}
+
+func (s *tallyScanner) Check() string { return "tally" }
+func (s *tallyScanner) Rules() []scanners.Rule {
+	return []scanners.Rule{{ID: "tally/count", Check: "tally", Severity: scanners.SeverityInfo}}
+}
+func (s *tallyScanner) Wants(*scanners.Artifact, []byte) bool { return true }
+func (s *tallyScanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	s.mu.Lock()
+	s.seen[a.Target]++
+	s.mu.Unlock()
+	return nil, nil
+}
+func (s *tallyScanner) FinishTarget(ctx context.Context, t scanners.Target) ([]scanners.Finding, error) {
+	if t.Name == s.panicOn {
+		panic("boom")
+	}
+	s.mu.Lock()
+	n := s.seen[t.Name]
+	s.mu.Unlock()
+	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: t.Name, Path: "."}
+	return []scanners.Finding{scanners.At(a, s.Rules()[0], 0, fmt.Sprintf("%d files", n))}, nil
+}
+
+func TestDispatcherFinishTarget(t *testing.T) {
+	a := newSource(false, map[string][]byte{"1": []byte("x"), "2": []byte("y"), "3": []byte("z")})
+	b := newSource(true, map[string][]byte{"1": []byte("x")})
+	b.name = "u"
+	c := newSource(false, map[string][]byte{"1": []byte("x")})
+	c.name = "v"
+	sc := &tallyScanner{seen: map[string]int{}, panicOn: "v"}
+	res := scanners.NewDispatcher([]scanners.Scanner{sc}).Run(context.Background(), a, b, c)
+	var got []string
+	for _, f := range res.Findings {
+		got = append(got, f.Target+": "+f.Message)
+	}
+	if want := []string{"t: 3 files", "u: 1 files"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("findings %q, want %q (each target finished once, after all its files)", got, want)
+	}
+	if len(res.Errors) != 1 || res.Errors[0].Target != "v" || !strings.Contains(res.Errors[0].Message, "panic") {
+		t.Errorf("errors %v, want the panic in target v as an error", res.Errors)
+	}
+}

@@ -139,6 +139,20 @@ type Scanner interface {
 // HeadSize is the most bytes handed to Scanner.Wants.
 const HeadSize = 8 << 10
 
+// SmallFile is the size up to which a file's content is read whole, once,
+// into memory and shared by every check that wants it. A check that needs
+// the whole of such a file (to hash it) costs no further read.
+const SmallFile = 1 << 20
+
+// TargetFinisher is implemented by a check that judges a target as a whole,
+// once every artifact of it has been handed over. The dispatcher calls
+// FinishTarget after the target's walk: a checksum manifest seen early in the
+// walk is verified at the end, against digests taken from the same single
+// read that fed the other checks.
+type TargetFinisher interface {
+	FinishTarget(ctx context.Context, t Target) ([]Finding, error)
+}
+
 // BytesScanner scans a byte slice that came from inside an artifact (a string
 // in a pickle, a model's metadata) and returns findings located at a. It is
 // the hand-over point between checks: the models check passes the strings it
