@@ -5,32 +5,44 @@
 //
 // A scanner sees one artifact at a time, but manifests and model.sig
 // describe other files of the target. When the target is a directory (or a
-// file), the check verifies a manifest or model.sig the moment it sees it,
-// reading the files it names through an os.Root opened on the target (the
-// Artifact's Target is the path given on the command line): names with
-// "..", absolute names and symlinks that leave the target are findings and
-// are never read. Each file is hashed at most once per algorithm and run,
-// however many manifests name it (SHA256SUMS, a sidecar and model.sig
-// share one memo per target); weights are read straight from the file, never
-// through the dispatcher, and the check asks the dispatcher only for
-// manifests, signatures, small files that may be LFS pointers and the names
-// of model files. Inside images and git history, manifests cannot be
-// followed and are reported as unverified.
+// file), the check reads a manifest, model.sig or Sigstore bundle when it
+// sees it and verifies it when the whole target has been walked
+// (FinishTarget), so that every file is read once per run:
+//
+//   - a small file (up to scanners.SmallFile) is read whole by the
+//     dispatcher once for all checks; this check takes its sha256 from
+//     that same copy while the walk goes on;
+//   - a larger file (weights) is handed to the other checks in place and
+//     read by them only where they parse it (a zip directory, a pickle);
+//     this check streams it once, in parallel with other files, when a
+//     manifest or signature names it, through an os.Root opened on the
+//     target (the Artifact's Target is the path given on the command line).
+//
+// Names with "..", absolute names and symlinks that leave the target are
+// findings and are never read. Each file is hashed at most once per
+// algorithm and run, however many manifests name it (SHA256SUMS, a sidecar
+// and model.sig share one memo per target). Inside images and git history,
+// manifests cannot be followed and are reported as unverified.
 package signatures
 
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -51,11 +63,15 @@ type Scanner struct {
 	nameOpts []name.Option
 	verify   func(ctx context.Context, ref string, o imagesig.Options) (*imagesig.Result, error)
 
-	mu     sync.Mutex
-	roots  map[string]*checksums.Hasher // by target root
-	done   map[string]bool              // once-per-run checks (unsigned dirs, images)
-	closed bool
+	mu      sync.Mutex
+	roots   map[string]*checksums.Hasher // by target root
+	done    map[string]bool              // once-per-run checks (unsigned dirs, images)
+	pending map[string][]judgement       // by target name, until FinishTarget
+	closed  bool
 }
+
+// judgement verifies one manifest or signature once its target is walked.
+type judgement func(ctx context.Context) ([]scanners.Finding, error)
 
 // Option configures a Scanner.
 type Option func(*Scanner) error
@@ -80,7 +96,7 @@ func WithNameOptions(o ...name.Option) Option {
 
 // New returns the signatures check.
 func New(opts ...Option) (*Scanner, error) {
-	s := &Scanner{roots: map[string]*checksums.Hasher{}, done: map[string]bool{}, verify: imagesig.Verify}
+	s := &Scanner{roots: map[string]*checksums.Hasher{}, done: map[string]bool{}, pending: map[string][]judgement{}, verify: imagesig.Verify}
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err
@@ -181,8 +197,10 @@ func (s *Scanner) sigNames(dir string) []string {
 }
 
 // Wants picks manifests, model signatures, image configs (when the policy
-// names images), possible LFS pointers and model files (for the unsigned
-// check; their content is not read).
+// names images), possible LFS pointers, model files (for the unsigned
+// check; their content is not read) and, in directory and file targets,
+// every small file, whose digest is taken from the dispatcher's one read in
+// case a manifest names it.
 func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 	switch a.Kind {
 	case scanners.ArtifactImageConfig:
@@ -202,16 +220,83 @@ func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 		return true
 	case a.Size < checksums.LFSPointerMax && strings.HasPrefix(string(head), "version ") && a.TargetKind != scanners.KindRepo:
 		return true
-	case isModelFile(base) && (a.TargetKind == scanners.KindDir || a.TargetKind == scanners.KindFile):
+	case local(a) && (isModelFile(base) || a.Size <= scanners.SmallFile):
 		return true
 	}
 	return false
+}
+
+// local reports whether a is a file of a target on the local file system,
+// whose other files the check can read through a root.
+func local(a *scanners.Artifact) bool {
+	return a.Kind == scanners.ArtifactFile && (a.TargetKind == scanners.KindDir || a.TargetKind == scanners.KindFile)
+}
+
+// seed hashes a small file of a local target from the content the
+// dispatcher holds in memory, so a manifest naming it costs no second read.
+func (s *Scanner) seed(a *scanners.Artifact, c scanners.Content) error {
+	if !local(a) || a.Size > scanners.SmallFile || c.Size() > scanners.SmallFile {
+		return nil
+	}
+	h, _, err := s.hasher(a)
+	if err != nil || h == nil {
+		return err
+	}
+	d := sha256.New()
+	n, err := io.Copy(d, io.NewSectionReader(c, 0, c.Size()))
+	if err != nil {
+		return fmt.Errorf("hash %s: %w", a.Path, err)
+	}
+	h.Seed(a.Path, "sha256", hex.EncodeToString(d.Sum(nil)), n)
+	return nil
+}
+
+// later runs j when a's target has been walked, if the target is local;
+// otherwise at once (manifests inside images and git history are reported
+// as unverified without reading other files).
+func (s *Scanner) later(ctx context.Context, a *scanners.Artifact, j judgement) ([]scanners.Finding, error) {
+	if !local(a) {
+		return j(ctx)
+	}
+	s.mu.Lock()
+	s.pending[a.Target] = append(s.pending[a.Target], j)
+	s.mu.Unlock()
+	return nil, nil
+}
+
+// FinishTarget verifies the manifests and signatures of target t, now that
+// the dispatcher has handed over (and this check has hashed) its small
+// files. Large files they name are hashed in parallel, each once.
+func (s *Scanner) FinishTarget(ctx context.Context, t scanners.Target) ([]scanners.Finding, error) {
+	s.mu.Lock()
+	js := s.pending[t.Name]
+	delete(s.pending, t.Name)
+	s.mu.Unlock()
+	var (
+		mu  sync.Mutex
+		out []scanners.Finding
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for _, j := range js {
+		g.Go(func() error {
+			fs, err := j(gctx)
+			mu.Lock()
+			out = append(out, fs...)
+			mu.Unlock()
+			return err
+		})
+	}
+	return out, g.Wait()
 }
 
 // Scan verifies one artifact.
 func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
 	if a.Kind == scanners.ArtifactImageConfig {
 		return s.scanImage(ctx, a)
+	}
+	if err := s.seed(a, c); err != nil {
+		return nil, err
 	}
 	base := path.Base(a.Path)
 	var out []scanners.Finding
@@ -246,13 +331,21 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, s.scanModelSig(ctx, a, data)...)
+		s.prefetchModel(ctx, a, data)
+		b := *a
+		found, _ := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
+			return s.scanModelSig(ctx, &b, data), nil
+		})
+		out = append(out, found...)
 	case strings.HasSuffix(base, bundleSuffix):
 		data, _, err := scanners.ReadAll(c, maxManifest)
 		if err != nil {
 			return nil, err
 		}
-		found, err := s.scanBlobBundle(ctx, a, data)
+		b := *a
+		found, err := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
+			return s.scanBlobBundle(ctx, &b, data)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -309,10 +402,22 @@ func (s *Scanner) scanManifest(ctx context.Context, a *scanners.Artifact, data [
 		}
 		return out, nil
 	}
-	for _, r := range h.Verify(ctx, dir, entries) {
-		out = append(out, manifestFinding(a, r)...)
+	// Large files are never in the dispatcher's memory: start hashing them
+	// now, while the walk goes on; small ones are hashed as they are handed.
+	for _, e := range entries {
+		if p, err := checksums.SafeJoin(dir, e.Name); err == nil {
+			h.Prefetch(ctx, p, e.Algorithm, scanners.SmallFile)
+		}
 	}
-	return out, ctx.Err()
+	b := *a
+	later, err := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
+		var out []scanners.Finding
+		for _, r := range h.Verify(ctx, dir, entries) {
+			out = append(out, manifestFinding(&b, r)...)
+		}
+		return out, ctx.Err()
+	})
+	return append(out, later...), err
 }
 
 func manifestFinding(a *scanners.Artifact, r checksums.Result) []scanners.Finding {
@@ -331,6 +436,32 @@ func manifestFinding(a *scanners.Artifact, r checksums.Result) []scanners.Findin
 			"%s was not read: %s; a manifest may only name files beside or below it, so this entry vouches for nothing (sha256sum -c would follow it)", where, r.Reason))}
 	}
 	return []scanners.Finding{scanners.At(a, RuleUnverified, r.Line, fmt.Sprintf("%s could not be read to verify it: %s", where, r.Reason))}
+}
+
+// prefetchModel starts hashing the large files a model signature names
+// (files serialization), as scanManifest does for manifests. The payload is
+// not trusted here: it only picks files inside the target to read early.
+func (s *Scanner) prefetchModel(ctx context.Context, a *scanners.Artifact, data []byte) {
+	if !local(a) {
+		return
+	}
+	h, dir, err := s.hasher(a)
+	if err != nil || h == nil {
+		return
+	}
+	sig, err := modelsig.ParseSignature(data)
+	if err != nil {
+		return
+	}
+	st, err := modelsig.ParseStatement(sig.PayloadType, sig.Payload)
+	if err != nil || st.Serialization.Method != "files" {
+		return
+	}
+	for _, r := range st.Resources {
+		if p, err := checksums.SafeJoin(dir, r.Name); err == nil {
+			h.Prefetch(ctx, p, st.Serialization.HashType, scanners.SmallFile)
+		}
+	}
 }
 
 // scanModelSig verifies model.sig against the policy's authorities, or,

@@ -354,3 +354,68 @@ func TestBlobBundlePolicy(t *testing.T) {
 		t.Errorf("no policy: %q", got)
 	}
 }
+
+// TestReadOnce checks that a file both scanned by the dispatcher and named
+// by manifests is read once: small files are hashed from the dispatcher's
+// copy, a large file named by SHA256SUMS, its sidecar and model.sig is
+// streamed by the check exactly once, and a tampered small file is still
+// caught (the digest taken from the dispatcher's copy is the real one).
+func TestReadOnce(t *testing.T) {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	keyFile := writeKey(t, t.TempDir(), k)
+	big := strings.Repeat("weights!", (scanners.SmallFile+4096)/8) // over SmallFile: read in place
+	files := map[string]string{"config.json": `{"layers": 2}`, "tokenizer.json": strings.Repeat("tok ", 5000),
+		"model.safetensors": big}
+	for _, tt := range []struct {
+		name   string
+		tamper map[string]string
+		want   []string
+	}{
+		{"intact", nil, nil},
+		{"small file changed", map[string]string{"config.json": `{"layers": 3}`}, []string{
+			"signatures/checksum-mismatch critical model/SHA256SUMS",
+			"signatures/checksum-mismatch critical model/config.json",
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			md := filepath.Join(dir, "model")
+			write(t, md, files)
+			cmd := exec.Command("sha256sum", "config.json", "tokenizer.json", "model.safetensors")
+			cmd.Dir = md
+			man, err := cmd.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			side := exec.Command("sha256sum", "model.safetensors")
+			side.Dir = md
+			sideMan, err := side.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, md, map[string]string{"SHA256SUMS": string(man), "model.safetensors.sha256": string(sideMan)})
+			res, _ := modelsigtest.Manifest(md, 0)
+			sig, err := modelsigtest.SignKey(k, modelsigtest.Statement("model", res, 0, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, md, map[string]string{"model.sig": string(sig)})
+			write(t, md, tt.tamper)
+			s, err := New(WithPolicy(Policy{Models: []ModelPolicy{{Path: "model", Authorities: []Authority{{Key: keyFile}}}}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := run(t, s, dir); !slices.Equal(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			h := s.roots[dir]
+			if h == nil {
+				t.Fatal("no hasher for the target")
+			}
+			if n := h.BytesRead(); n != int64(len(big)) {
+				t.Errorf("the check read %d bytes itself; want %d (the large file once, small files from the dispatcher's copy)", n, len(big))
+			}
+		})
+	}
+}

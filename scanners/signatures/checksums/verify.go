@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/blake2b"
 	"golang.org/x/sync/errgroup"
@@ -97,6 +98,8 @@ func SafeJoin(dir, name string) (string, error) {
 // once. It is safe for concurrent use.
 type Hasher struct {
 	root *os.Root
+	read atomic.Int64  // bytes read from files by the Hasher itself
+	sem  chan struct{} // bounds Prefetch
 	mu   sync.Mutex
 	memo map[string]*memoEntry
 }
@@ -110,11 +113,61 @@ type memoEntry struct {
 
 // NewHasher returns a Hasher reading only through root.
 func NewHasher(root *os.Root) *Hasher {
-	return &Hasher{root: root, memo: map[string]*memoEntry{}}
+	return &Hasher{root: root, memo: map[string]*memoEntry{}, sem: make(chan struct{}, runtime.GOMAXPROCS(0))}
 }
 
 // Root returns the root the Hasher reads through.
 func (h *Hasher) Root() *os.Root { return h.root }
+
+// BytesRead is how many bytes the Hasher has read from files itself, not
+// counting digests handed to it by Seed.
+func (h *Hasher) BytesRead() int64 { return h.read.Load() }
+
+func (h *Hasher) entry(p, algo string) *memoEntry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.memo[algo+"\x00"+p]
+	if m == nil {
+		m = &memoEntry{}
+		h.memo[algo+"\x00"+p] = m
+	}
+	return m
+}
+
+// Prefetch starts hashing the regular file p in the background when it is
+// larger than minSize, so that reading it overlaps with other work; a later
+// Sum waits for that one read instead of starting another. Smaller files,
+// missing names and names that leave the root are left to Sum. At most
+// GOMAXPROCS files are prefetched at once per Hasher.
+func (h *Hasher) Prefetch(ctx context.Context, p, algo string, minSize int64) {
+	if _, err := NewHash(algo); err != nil {
+		return
+	}
+	st, err := h.root.Stat(p)
+	if err != nil || !st.Mode().IsRegular() || st.Size() <= minSize {
+		return
+	}
+	m := h.entry(p, algo)
+	go func() {
+		select {
+		case h.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-h.sem }()
+		m.once.Do(func() { m.digest, m.size, m.err = h.sum(ctx, p, algo) })
+	}()
+}
+
+// Seed records the hex digest and size of the regular file p (root-relative)
+// taken by a caller that already read the file whole: the dispatcher holds
+// small files in memory once for every check, and the digest of those bytes
+// is what the other checks scanned. A later Sum of p and algo returns it
+// without opening the file. A digest already taken is kept.
+func (h *Hasher) Seed(p, algo, digest string, size int64) {
+	m := h.entry(p, algo)
+	m.once.Do(func() { m.digest, m.size = digest, size })
+}
 
 // ErrNotRegular is returned for names that are not regular files (devices,
 // FIFOs, directories): they are never read.
@@ -123,13 +176,7 @@ var ErrNotRegular = errors.New("not a regular file")
 // Sum returns the hex digest and size of the regular file p (root-relative).
 // Symlinks are followed only while they stay inside the root.
 func (h *Hasher) Sum(ctx context.Context, p, algo string) (string, int64, error) {
-	h.mu.Lock()
-	m := h.memo[algo+"\x00"+p]
-	if m == nil {
-		m = &memoEntry{}
-		h.memo[algo+"\x00"+p] = m
-	}
-	h.mu.Unlock()
+	m := h.entry(p, algo)
 	m.once.Do(func() { m.digest, m.size, m.err = h.sum(ctx, p, algo) })
 	return m.digest, m.size, m.err
 }
@@ -157,6 +204,7 @@ func (h *Hasher) sum(ctx context.Context, p, algo string) (string, int64, error)
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	n, err := io.CopyBuffer(hh, ctxReader{ctx, f}, *bp)
+	h.read.Add(n)
 	if err != nil {
 		return "", n, fmt.Errorf("read %s: %w", p, err)
 	}
