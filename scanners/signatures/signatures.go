@@ -517,13 +517,22 @@ func (s *Scanner) scanModelSig(ctx context.Context, a *scanners.Artifact, data [
 				if err == nil {
 					break
 				}
-				if verr == nil || errors.Is(err, trust.ErrInvalid) {
+				if verr == nil || errors.Is(err, trust.ErrInvalid) || errors.Is(err, trust.ErrUnsupported) {
 					verr = err
 				}
 			}
 			if st != nil {
 				break
 			}
+		}
+		if st == nil && errors.Is(verr, trust.ErrUnsupported) && !errors.Is(verr, trust.ErrInvalid) {
+			// Not a verdict on the model, but not a pass either.
+			f := scanners.At(a, RuleUnverified, 0, fmt.Sprintf(
+				"model signature %s for %s cannot be verified by mlwarden (%v), so the policy's signer requirement is not met; verify it with model_signing, or re-sign with an ECDSA key or certificate", a.Path, dir, verr))
+			if mp.Mode != "warn" {
+				f.Severity = scanners.SeverityHigh
+			}
+			return []scanners.Finding{f}
 		}
 		if st == nil {
 			rule := RuleIdentity

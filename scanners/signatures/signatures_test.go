@@ -419,3 +419,37 @@ func TestReadOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamModelSignatures scans model directories signed by upstream
+// model_signing v1.1.0 (the vectors of modelsig/testdata/upstream) under a
+// policy naming upstream's public key: the ECDSA one verifies; the ML-DSA
+// one, which mlwarden cannot verify, is neither a pass nor "invalid".
+func TestUpstreamModelSignatures(t *testing.T) {
+	vectors := filepath.Join("modelsig", "testdata", "upstream")
+	key, err := filepath.Abs(filepath.Join(vectors, "keys", "certificate", "signing-key-pub.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		vector string
+		want   []string
+	}{
+		{"v1.1.0-elliptic-key", nil},
+		{"v1.1.0-ml-dsa", []string{"signatures/unverified high model/model.sig"}},
+	} {
+		t.Run(tt.vector, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.CopyFS(filepath.Join(dir, "model"), os.DirFS(filepath.Join(vectors, tt.vector))); err != nil {
+				t.Fatal(err)
+			}
+			s, err := New(WithPolicy(Policy{Models: []ModelPolicy{{Path: "model", Authorities: []Authority{{Key: key}}}}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := run(t, s, dir); !slices.Equal(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}

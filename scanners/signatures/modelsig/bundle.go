@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"hash"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mlwarden/mlwarden/scanners/signatures/trust"
@@ -231,10 +232,23 @@ func (s *Signature) verifyECDSA(pub *ecdsa.PublicKey) bool {
 	return false
 }
 
+// keyAlgorithm refuses key bundles whose hint names a key type other than
+// ECDSA: model_signing v1.1 hints ML-DSA keys as "ML_DSA_65:<digest>",
+// ECDSA keys by the bare hex digest.
+func (s *Signature) keyAlgorithm() error {
+	if alg, _, ok := strings.Cut(s.KeyHint, ":"); ok {
+		return fmt.Errorf("%w: signed with a %s key; only ECDSA keys are supported", ErrUnsupported, alg)
+	}
+	return nil
+}
+
 // VerifyKey checks a key-method signature against pub.
 func (s *Signature) VerifyKey(pub *ecdsa.PublicKey) error {
 	if s.Method != MethodKey {
 		return fmt.Errorf("%w: signature was made with the %s method, not with a key", ErrIdentity, s.Method)
+	}
+	if err := s.keyAlgorithm(); err != nil {
+		return err
 	}
 	if s.KeyHint != "" {
 		h, err := KeyHint(pub)

@@ -69,12 +69,19 @@ func chainSigner(t *testing.T, payload []byte) ([]byte, modelsig.Trust, modelsig
 
 func verify(t *testing.T, dir string, sig []byte, tr modelsig.Trust, o modelsig.Options) (*modelsig.Report, error) {
 	t.Helper()
+	return verifyModel(t, dir, ".", sig, tr, o)
+}
+
+// verifyModel verifies the model at model (a directory or a single file,
+// relative to dir) with the hasher rooted at dir.
+func verifyModel(t *testing.T, dir, model string, sig []byte, tr modelsig.Trust, o modelsig.Options) (*modelsig.Report, error) {
+	t.Helper()
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	return modelsig.Verify(context.Background(), checksums.NewHasher(root), ".", sig, tr, o)
+	return modelsig.Verify(context.Background(), checksums.NewHasher(root), model, sig, tr, o)
 }
 
 func TestVerify(t *testing.T) {
@@ -108,13 +115,14 @@ func TestVerify(t *testing.T) {
 				}
 				// Modify, add, remove files.
 				os.WriteFile(filepath.Join(dir, "model.safetensors"), []byte(strings.Repeat("x", 2500)), 0o644)
+				os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"a":2}`), 0o644) // one shard: the whole file
 				os.WriteFile(filepath.Join(dir, "extra.bin"), []byte("new"), 0o644)
 				os.Remove(filepath.Join(dir, "sub", "tokenizer.json"))
 				rep, err = verify(t, dir, sig, good, modelsig.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !slices.Equal(rep.Modified, []string{"model.safetensors"}) || !slices.Equal(rep.Extra, []string{"extra.bin"}) ||
+				if !slices.Equal(rep.Modified, []string{"config.json", "model.safetensors"}) || !slices.Equal(rep.Extra, []string{"extra.bin"}) ||
 					!slices.Equal(rep.Missing, []string{"sub/tokenizer.json"}) {
 					t.Errorf("report %+v", rep.Result)
 				}

@@ -46,6 +46,9 @@ func VerifySignature(s *Signature, t Trust) (*Statement, string, error) {
 	var signer string
 	switch s.Method {
 	case MethodKey:
+		if err := s.keyAlgorithm(); err != nil {
+			return nil, "", err
+		}
 		if t.Key == nil {
 			return nil, "", fmt.Errorf("%w: signed with a key; give the public key", ErrIdentity)
 		}
