@@ -61,6 +61,18 @@ type jsonWriter struct{}
 // Write writes the JSON report: exactly scanners.Result, indented, with a
 // trailing newline.
 func (jsonWriter) Write(w io.Writer, res *scanners.Result) error {
+	// The lists are always arrays, never null: consumers index them.
+	out := *res
+	if out.Targets == nil {
+		out.Targets = []scanners.Target{}
+	}
+	if out.Findings == nil {
+		out.Findings = []scanners.Finding{}
+	}
+	if out.Errors == nil {
+		out.Errors = []scanners.Error{}
+	}
+	res = &out
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)

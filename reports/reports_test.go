@@ -105,6 +105,16 @@ func TestJSONContract(t *testing.T) {
 	if _, err := reports.ReadJSON(strings.NewReader(`{"version": 9}`)); err == nil {
 		t.Error("ReadJSON accepted version 9")
 	}
+	// A clean run's lists are empty arrays, never null.
+	buf.Reset()
+	if err := reports.Write(&buf, "json", &scanners.Result{Version: scanners.ReportVersion}, reports.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"targets", "findings", "errors"} {
+		if !strings.Contains(buf.String(), `"`+k+`": []`) {
+			t.Errorf("%q is not an empty array in\n%s", k, buf.String())
+		}
+	}
 }
 
 func TestSARIFShape(t *testing.T) {
