@@ -360,9 +360,19 @@ func (s *gitSource) walkTree(ctx context.Context, sink scanners.Sink, dir string
 func (s *gitSource) walkHistory(ctx context.Context, sink scanners.Sink, dir string, current *gitLineSets, bare bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "-c", "log.showSignature=false", "-c", "diff.noprefix=false",
+	args := []string{"-C", dir, "-c", "log.showSignature=false", "-c", "diff.noprefix=false",
 		"log", "--all", "-p", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--full-history",
-		"--diff-filter=tuxdb", "--format=medium", "--no-abbrev-commit", "--src-prefix=a/", "--dst-prefix=b/")
+		"--diff-filter=tuxdb", "--format=medium", "--no-abbrev-commit", "--src-prefix=a/", "--dst-prefix=b/"}
+	// A merge commit's own changes — a conflict resolution, a line slipped in
+	// while merging — are in no parent's commit; git log shows merges
+	// without a diff. The remerge diff (git 2.36) is exactly those lines:
+	// the merge against git's automatic merge of its parents.
+	if ok, v := remergeDiff(ctx); ok {
+		args = append(args, "--diff-merges=remerge")
+	} else {
+		s.note(fmt.Sprintf("git %s is older than 2.36: changes made in merge commits themselves (conflict resolutions) were not scanned", v))
+	}
+	cmd := exec.CommandContext(ctx, "git", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -372,7 +382,9 @@ func (s *gitSource) walkHistory(ctx context.Context, sink scanners.Sink, dir str
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("git log: %w", err)
 	}
-	files, err := gitdiff.Parse(stdout)
+	filtered := dropRemergeHeaders(stdout)
+	defer filtered.Close() // ends the filter if the parser stops early
+	files, err := gitdiff.Parse(filtered)
 	if err != nil {
 		cancel()
 		cmd.Wait()
@@ -399,6 +411,67 @@ func (s *gitSource) walkHistory(ctx context.Context, sink scanners.Sink, dir str
 		return fmt.Errorf("git log: %v: %s", werr, strings.TrimSpace(stderr.String()))
 	}
 	return nil
+}
+
+// remergeDiff reports whether the git on PATH has --remerge-diff (2.36 and
+// later), and its version.
+func remergeDiff(ctx context.Context) (bool, string) {
+	out, err := exec.CommandContext(ctx, "git", "version").Output()
+	if err != nil {
+		return false, "(unknown version)"
+	}
+	f := strings.Fields(string(out)) // git version 2.39.5[.windows.1]
+	if len(f) < 3 {
+		return false, strings.TrimSpace(string(out))
+	}
+	v := f[2]
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil {
+		return false, v
+	}
+	return major > 2 || major == 2 && minor >= 36, v
+}
+
+// dropRemergeHeaders removes the "remerge CONFLICT (content): …" lines that
+// a remerge diff puts among a file's extended headers, which gitdiff does
+// not know (it then misreads the file's name). At the start of a line in
+// git log's output they can be nothing else: diff lines start with '+',
+// '-', ' ' or '\\', and the medium format indents commit messages.
+func dropRemergeHeaders(r io.Reader) *io.PipeReader {
+	pr, pw := io.Pipe()
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		bw := bufio.NewWriterSize(pw, 64<<10)
+		var err error
+		for err == nil {
+			var line []byte
+			line, err = br.ReadSlice('\n')
+			if errors.Is(err, bufio.ErrBufferFull) {
+				// A long line: copy it through in pieces.
+				if _, werr := bw.Write(line); werr != nil {
+					break
+				}
+				for errors.Is(err, bufio.ErrBufferFull) {
+					line, err = br.ReadSlice('\n')
+					if _, werr := bw.Write(line); werr != nil {
+						err = werr
+					}
+				}
+				continue
+			}
+			if bytes.HasPrefix(line, []byte("remerge ")) {
+				continue
+			}
+			if _, werr := bw.Write(line); werr != nil {
+				err = werr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			err = bw.Flush()
+		}
+		pw.CloseWithError(err)
+	}()
+	return pr
 }
 
 // patchArtifacts turns one file's diff in one commit into at most two patch

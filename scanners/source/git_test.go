@@ -219,3 +219,69 @@ func TestGitEmptyRepo(t *testing.T) {
 		t.Fatalf("errors %v findings %d", res.Errors, len(res.Findings))
 	}
 }
+
+// TestGitMergeCommits checks that lines written in merge commits themselves
+// (a conflict resolution, a line added while merging) are scanned: no
+// parent's commit holds them, and plain git log shows merges without a diff.
+func TestGitMergeCommits(t *testing.T) {
+	gitNeeded(t)
+	dir := t.TempDir()
+	inResolution := gitFake(11, "hf_", 34, gitAlnum)
+	inCleanMerge := gitFake(12, "r8_", 37, gitAlnum)
+	gitRun(t, dir, "init", "-q")
+	gitWrite(t, dir, "job.sbatch", "#!/bin/bash\nexport MODEL=base\nsrun python train.py\n")
+	gitWrite(t, dir, "deploy.sh", "#!/bin/sh\necho deploy\n")
+	gitRun(t, dir, "add", ".")
+	gitRun(t, dir, "commit", "-q", "-m", "init")
+	gitRun(t, dir, "checkout", "-q", "-b", "side")
+	gitWrite(t, dir, "job.sbatch", "#!/bin/bash\nexport MODEL=side\nsrun python train.py\n")
+	gitRun(t, dir, "commit", "-q", "-am", "side model")
+	gitRun(t, dir, "checkout", "-q", "main")
+	gitWrite(t, dir, "job.sbatch", "#!/bin/bash\nexport MODEL=main\nsrun python train.py\n")
+	gitRun(t, dir, "commit", "-q", "-am", "main model")
+	// A conflicting merge, resolved with a token.
+	cmd := exec.Command("git", "-C", dir, "-c", "commit.gpgSign=false", "merge", "-q", "side")
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.org", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.org")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "CONFLICT") {
+		t.Fatalf("merge did not conflict: %v\n%s", err, out)
+	}
+	gitWrite(t, dir, "job.sbatch", "#!/bin/bash\nexport MODEL=main\nexport HF_TOKEN="+inResolution+"\nsrun python train.py\n")
+	gitRun(t, dir, "add", "job.sbatch")
+	gitRun(t, dir, "commit", "-q", "--no-edit")
+	resolution := gitRun(t, dir, "rev-parse", "HEAD")
+	// A clean merge with a line slipped in before committing it.
+	gitRun(t, dir, "checkout", "-q", "-b", "other", "HEAD~1")
+	gitWrite(t, dir, "README", "docs\n")
+	gitRun(t, dir, "add", "README")
+	gitRun(t, dir, "commit", "-q", "-m", "docs")
+	gitRun(t, dir, "checkout", "-q", "main")
+	gitRun(t, dir, "merge", "-q", "--no-ff", "--no-commit", "other")
+	gitWrite(t, dir, "deploy.sh", "#!/bin/sh\nexport REPLICATE_API_TOKEN="+inCleanMerge+"\necho deploy\n")
+	gitRun(t, dir, "add", "deploy.sh")
+	gitRun(t, dir, "commit", "-q", "--no-edit")
+	evil := gitRun(t, dir, "rev-parse", "HEAD")
+	// Both removed afterwards: only history holds them.
+	gitWrite(t, dir, "job.sbatch", "#!/bin/bash\nexport MODEL=main\nsrun python train.py\n")
+	gitWrite(t, dir, "deploy.sh", "#!/bin/sh\necho deploy\n")
+	gitRun(t, dir, "commit", "-q", "-am", "tokens from the environment")
+
+	res, src := gitScan(t, dir, GitOptions{})
+	if f := gitFind(res, "job.sbatch", resolution); f == nil || f.RuleID != "secrets/huggingface-token" || f.Line != 3 {
+		t.Errorf("token in a conflict resolution: got %+v\nall: %+v", f, res.Findings)
+	}
+	if f := gitFind(res, "deploy.sh", evil); f == nil || f.RuleID != "secrets/replicate-api-token" || f.Line != 2 {
+		t.Errorf("token added while merging: got %+v\nall: %+v", f, res.Findings)
+	}
+	if len(res.Findings) != 2 {
+		t.Errorf("got %d findings, want 2: %+v", len(res.Findings), res.Findings)
+	}
+	if ok, v := remergeDiff(context.Background()); !ok {
+		t.Errorf("git %s has no remerge diff", v)
+	}
+	for _, n := range src.Target().Notes {
+		if strings.Contains(n, "merge") {
+			t.Errorf("unexpected note %q", n)
+		}
+	}
+}
