@@ -8,6 +8,7 @@
 #   bench/checksums.sh [FILES] [SIZE_MB]   # defaults 4 1024; RUNS=3
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 FILES=${1:-4}
 SIZE_MB=${2:-1024}
 RUNS=${RUNS:-3}
@@ -21,19 +22,8 @@ done
 (cd "$work/d" && sha256sum w*.bin > SHA256SUMS)
 cat "$work"/d/*.bin > /dev/null
 
-median() {
-	local times=()
-	for _ in $(seq "$RUNS"); do
-		local s e
-		s=$(date +%s.%N)
-		"$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
-		e=$(date +%s.%N)
-		times+=("$(awk -v s="$s" -v e="$e" 'BEGIN {print e - s}')")
-	done
-	printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
-}
-t_sum=$(cd "$work/d" && median sha256sum -c --quiet SHA256SUMS)
-t_mlw=$(median "$work/mlwarden" verify checksums "$work/d")
+t_sum=$(cd "$work/d" && STRICT=1 median sha256sum -c --quiet SHA256SUMS)
+t_mlw=$(STRICT=1 median "$work/mlwarden" verify checksums "$work/d")
 awk -v n="$FILES" -v mb="$SIZE_MB" -v ts="$t_sum" -v tm="$t_mlw" -v c="$(nproc)" 'BEGIN {
 	printf "%d file(s) x %d MiB, %d cores, medians of runs\n", n, mb, c
 	printf "sha256sum -c:              %.2f s (%.0f MB/s)\n", ts, n*mb*1.048576/ts

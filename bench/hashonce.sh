@@ -11,6 +11,7 @@
 #   bench/hashonce.sh [SMALL] [WEIGHT_MB] [WEIGHTS]   # defaults 5000 256 4; RUNS=3
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 SMALL=${1:-5000}
 WEIGHT_MB=${2:-256}
 WEIGHTS=${3:-4}
@@ -53,17 +54,6 @@ PY
 for w in "$model"/*.safetensors; do (cd "$model" && sha256sum "$(basename "$w")" > "$(basename "$w").sha256"); done
 total=$(du -sb "$model" | cut -f1)
 
-median() {
-	local times=()
-	for _ in $(seq "$RUNS"); do
-		local s e
-		s=$(date +%s.%N)
-		"$@" >/dev/null 2>&1 || true
-		e=$(date +%s.%N)
-		times+=("$(awk -v s="$s" -v e="$e" 'BEGIN {print e - s}')")
-	done
-	printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
-}
 
 # rchar of one scan: /proc/PID/io of the finished process before it is reaped.
 rchar() {

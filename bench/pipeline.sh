@@ -8,6 +8,7 @@
 #   bench/pipeline.sh [FILES] [BIN_MB]      # defaults 20000 200; RUNS=5
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 FILES=${1:-20000}
 BIN_MB=${2:-200}
 RUNS=${RUNS:-5}
@@ -45,19 +46,6 @@ find "$tree" -type f ! -name '*.bin' > "$text_list"
 text_bytes=$(xargs -a "$text_list" cat | wc -c)
 total_bytes=$(du -sb "$tree" | cut -f1)
 
-# Runs a command RUNS times and prints the median wall time in seconds.
-median() {
-	local times=()
-	for _ in $(seq "$RUNS"); do
-		local s e
-		s=$(date +%s.%N)
-		"$@" >/dev/null 2>&1 || true
-		e=$(date +%s.%N)
-		times+=("$(awk -v s="$s" -v e="$e" 'BEGIN {print e - s}')")
-	done
-	printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
-}
-
 # Warm the page cache for both.
 xargs -a "$text_list" cat >/dev/null; cat "$tree"/*.bin >/dev/null
 t_cat=$(median xargs -a "$text_list" cat)
@@ -65,15 +53,7 @@ t_mlw=$(median "$bin" scan --fail-on none "$tree")
 
 # Bytes read and peak RSS of one scan: read /proc/PID/io of the finished
 # process before it is reaped.
-read -r rchar rss < <(/usr/bin/python3 - "$bin" "$tree" <<'PY'
-import os, subprocess, sys, resource
-p = subprocess.Popen([sys.argv[1], "scan", "--fail-on", "none", sys.argv[2]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
-io = dict(l.split(": ") for l in open("/proc/%d/io" % p.pid).read().splitlines())
-p.wait()
-print(int(io["rchar"]), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-PY
-)
+read -r rchar rss < <(procstats "$bin" scan --fail-on none "$tree")
 
 awk -v f="$FILES" -v tb="$text_bytes" -v all="$total_bytes" -v tc="$t_cat" -v tm="$t_mlw" -v rc="$rchar" -v rss="$rss" -v bmb="$BIN_MB" 'BEGIN {
 	printf "tree: %d text files (%.1f MB) + 5 binaries of %d MB (%.0f MB in all)\n", f, tb/1e6, bmb, all/1e6
