@@ -305,12 +305,17 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 	o := &opened{wanted: wanted}
 	switch {
 	case isRA && a.Size <= SmallFile:
-		buf := make([]byte, a.Size)
-		n, err := ra.ReadAt(buf, 0)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, nop, fmt.Errorf("read: %w", err)
+		// The head is already read: read only the rest.
+		buf := make([]byte, max(a.Size, int64(n)))
+		copy(buf, head)
+		m := 0
+		if int64(n) < a.Size {
+			m, err = ra.ReadAt(buf[n:], int64(n))
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, nop, fmt.Errorf("read: %w", err)
+			}
 		}
-		o.data = buf[:n]
+		o.data = buf[:n+m]
 	case isRA:
 		o.ra, o.size = ra, a.Size
 		return o, nop, nil
