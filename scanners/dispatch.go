@@ -302,6 +302,11 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 	if len(wanted) == 0 {
 		return nil, nop, nil
 	}
+	for _, sc := range s.d.scanners {
+		if r, ok := sc.(Rider); ok && !slices.Contains(wanted, sc) && r.Rides(a, head) {
+			wanted = append(wanted, sc)
+		}
+	}
 	o := &opened{wanted: wanted}
 	switch {
 	case isRA && a.Size <= SmallFile:

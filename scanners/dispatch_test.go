@@ -295,3 +295,32 @@ func TestDispatcherFinishTarget(t *testing.T) {
 		t.Errorf("errors %v, want the panic in target v as an error", res.Errors)
 	}
 }
+
+// riderScanner records what it is handed; it rides on other checks.
+type riderScanner struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *riderScanner) Check() string                         { return "rider" }
+func (r *riderScanner) Rules() []scanners.Rule                { return nil }
+func (r *riderScanner) Wants(*scanners.Artifact, []byte) bool { return false }
+func (r *riderScanner) Rides(*scanners.Artifact, []byte) bool { return true }
+func (r *riderScanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	r.mu.Lock()
+	r.seen = append(r.seen, a.Path)
+	r.mu.Unlock()
+	return nil, nil
+}
+
+func TestDispatcherRider(t *testing.T) {
+	src := newSource(false, map[string][]byte{"a.txt": []byte("text"), "b.bin": []byte("\x00\x01binary")})
+	r := &riderScanner{}
+	scanners.NewDispatcher([]scanners.Scanner{wordScanner{check: "w", word: "x"}, r}).Run(context.Background(), src)
+	if fmt.Sprint(r.seen) != "[a.txt]" {
+		t.Errorf("rider saw %v, want only the file another check wanted", r.seen)
+	}
+	if n := src.reads.Load(); n > int64(len("text")+len("\x00\x01binary")) {
+		t.Errorf("read %d bytes", n)
+	}
+}

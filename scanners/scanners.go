@@ -144,6 +144,14 @@ const HeadSize = 8 << 10
 // the whole of such a file (to hash it) costs no further read.
 const SmallFile = 1 << 20
 
+// Rider is implemented by a check that wants an artifact only when another
+// check does, because then the dispatcher reads it anyway: the signatures
+// check hashes the small files others scan, but never makes the dispatcher
+// read a file (a dataset's images) just for that.
+type Rider interface {
+	Rides(a *Artifact, head []byte) bool
+}
+
 // TargetFinisher is implemented by a check that judges a target as a whole,
 // once every artifact of it has been handed over. The dispatcher calls
 // FinishTarget after the target's walk: a checksum manifest seen early in the

@@ -197,10 +197,8 @@ func (s *Scanner) sigNames(dir string) []string {
 }
 
 // Wants picks manifests, model signatures, image configs (when the policy
-// names images), possible LFS pointers, model files (for the unsigned
-// check; their content is not read) and, in directory and file targets,
-// every small file, whose digest is taken from the dispatcher's one read in
-// case a manifest names it.
+// names images), possible LFS pointers and model files (for the unsigned
+// check; their content is not read).
 func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 	switch a.Kind {
 	case scanners.ArtifactImageConfig:
@@ -220,10 +218,17 @@ func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 		return true
 	case a.Size < checksums.LFSPointerMax && strings.HasPrefix(string(head), "version ") && a.TargetKind != scanners.KindRepo:
 		return true
-	case local(a) && (isModelFile(base) || a.Size <= scanners.SmallFile):
+	case local(a) && isModelFile(base):
 		return true
 	}
 	return false
+}
+
+// Rides asks for the small files of directory and file targets that other
+// checks scan: their digest is taken from the dispatcher's one read, in case
+// a manifest names them. Files nobody else reads are hashed only when named.
+func (s *Scanner) Rides(a *scanners.Artifact, head []byte) bool {
+	return local(a) && a.Size <= scanners.SmallFile
 }
 
 // local reports whether a is a file of a target on the local file system,

@@ -60,9 +60,9 @@ func write(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
-func run(t *testing.T, s *Scanner, dir string) []string {
+func run(t *testing.T, s *Scanner, dir string, others ...scanners.Scanner) []string {
 	t.Helper()
-	res := scanners.NewDispatcher([]scanners.Scanner{s}).Run(context.Background(), dirSource{dir})
+	res := scanners.NewDispatcher(append([]scanners.Scanner{s}, others...)).Run(context.Background(), dirSource{dir})
 	for _, e := range res.Errors {
 		t.Errorf("error: %v", e)
 	}
@@ -355,17 +355,34 @@ func TestBlobBundlePolicy(t *testing.T) {
 	}
 }
 
-// TestReadOnce checks that a file both scanned by the dispatcher and named
-// by manifests is read once: small files are hashed from the dispatcher's
-// copy, a large file named by SHA256SUMS, its sidecar and model.sig is
-// streamed by the check exactly once, and a tampered small file is still
-// caught (the digest taken from the dispatcher's copy is the real one).
+// textReader stands for the checks that read text files whole (secrets,
+// pins): it makes the dispatcher hold them in memory.
+type textReader struct{}
+
+func (textReader) Check() string          { return "reader" }
+func (textReader) Rules() []scanners.Rule { return nil }
+func (textReader) Wants(a *scanners.Artifact, head []byte) bool {
+	return !scanners.IsBinary(head)
+}
+func (textReader) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	_, err := io.Copy(io.Discard, c)
+	return nil, err
+}
+
+// TestReadOnce checks that a file both scanned by other checks and named by
+// manifests is read once: small files other checks read are hashed from the
+// dispatcher's copy, a large file named by SHA256SUMS, its sidecar and
+// model.sig is streamed by the check exactly once, a small binary nobody
+// else reads is read by the check alone (the dispatcher does not read it for
+// the check's sake), and a tampered small file is still caught (the digest
+// taken from the dispatcher's copy is the real one).
 func TestReadOnce(t *testing.T) {
 	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	keyFile := writeKey(t, t.TempDir(), k)
 	big := strings.Repeat("weights!", (scanners.SmallFile+4096)/8) // over SmallFile: read in place
+	icon := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" // binary: no other check reads it
 	files := map[string]string{"config.json": `{"layers": 2}`, "tokenizer.json": strings.Repeat("tok ", 5000),
-		"model.safetensors": big}
+		"model.safetensors": big, "icon.png": icon}
 	for _, tt := range []struct {
 		name   string
 		tamper map[string]string
@@ -381,7 +398,7 @@ func TestReadOnce(t *testing.T) {
 			dir := t.TempDir()
 			md := filepath.Join(dir, "model")
 			write(t, md, files)
-			cmd := exec.Command("sha256sum", "config.json", "tokenizer.json", "model.safetensors")
+			cmd := exec.Command("sha256sum", "config.json", "tokenizer.json", "model.safetensors", "icon.png")
 			cmd.Dir = md
 			man, err := cmd.Output()
 			if err != nil {
@@ -406,15 +423,15 @@ func TestReadOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			if got := run(t, s, dir); !slices.Equal(got, tt.want) {
+			if got := run(t, s, dir, textReader{}); !slices.Equal(got, tt.want) {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 			h := s.roots[dir]
 			if h == nil {
 				t.Fatal("no hasher for the target")
 			}
-			if n := h.BytesRead(); n != int64(len(big)) {
-				t.Errorf("the check read %d bytes itself; want %d (the large file once, small files from the dispatcher's copy)", n, len(big))
+			if n, want := h.BytesRead(), int64(len(big)+len(icon)); n != want {
+				t.Errorf("the check read %d bytes itself; want %d (the large file and the icon once, text files from the dispatcher's copy)", n, want)
 			}
 		})
 	}
