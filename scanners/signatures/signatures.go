@@ -1,11 +1,12 @@
 // Package signatures is the signatures check: checksum manifests
 // (SHA256SUMS, *.sha256), git-LFS pointers left where weights should be,
-// OpenSSF model signatures (model.sig) and cosign image signatures, all
-// verified offline with trust taken from files (see Policy).
+// OpenSSF model signatures (model.sig), what cosign sign-blob writes beside a
+// file (FILE.sigstore.json, FILE.sig + FILE.pem) and cosign image
+// signatures, all verified offline with trust taken from files (see Policy).
 //
 // A scanner sees one artifact at a time, but manifests and model.sig
 // describe other files of the target. When the target is a directory (or a
-// file), the check reads a manifest, model.sig or Sigstore bundle when it
+// file), the check reads a manifest, model.sig or blob signature when it
 // sees it and verifies it when the whole target has been walked
 // (FinishTarget), so that every file is read once per run:
 //
@@ -29,6 +30,7 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -196,9 +198,10 @@ func (s *Scanner) sigNames(dir string) []string {
 	return names
 }
 
-// Wants picks manifests, model signatures, image configs (when the policy
-// names images), possible LFS pointers and model files (for the unsigned
-// check; their content is not read).
+// Wants picks manifests, model signatures, blob signatures (FILE.sigstore.json,
+// FILE.sig), image configs (when the policy names images), possible LFS
+// pointers and model files (for the unsigned check; their content is not
+// read).
 func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 	switch a.Kind {
 	case scanners.ArtifactImageConfig:
@@ -215,6 +218,8 @@ func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 		return true
 	case strings.HasSuffix(base, bundleSuffix) && len(base) > len(bundleSuffix) && a.Size <= maxManifest &&
 		(a.TargetKind == scanners.KindDir || a.TargetKind == scanners.KindFile):
+		return true
+	case strings.HasSuffix(base, detachedSuffix) && len(base) > len(detachedSuffix) && a.Size <= maxDetached && local(a):
 		return true
 	case a.Size < checksums.LFSPointerMax && strings.HasPrefix(string(head), "version ") && a.TargetKind != scanners.KindRepo:
 		return true
@@ -347,6 +352,7 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 		if err != nil {
 			return nil, err
 		}
+		s.prefetchSigned(ctx, a, bundleSuffix)
 		b := *a
 		found, err := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
 			return s.scanBlobBundle(ctx, &b, data)
@@ -354,6 +360,21 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 		if err != nil {
 			return nil, err
 		}
+		out = append(out, found...)
+	case strings.HasSuffix(base, detachedSuffix) && local(a):
+		data, _, err := scanners.ReadAll(c, maxDetached)
+		if err != nil {
+			return nil, err
+		}
+		sig, ok := detachedSignature(data)
+		if !ok {
+			break // an OpenPGP or other binary signature: not cosign's
+		}
+		s.prefetchSigned(ctx, a, detachedSuffix)
+		b := *a
+		found, _ := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
+			return s.scanDetached(ctx, &b, sig), nil
+		})
 		out = append(out, found...)
 	}
 	if isModelFile(base) {
@@ -638,6 +659,95 @@ func (s *Scanner) scanBlobBundle(ctx context.Context, a *scanners.Artifact, data
 	}
 	return []scanners.Finding{scanners.At(a, rule, 0, fmt.Sprintf(
 		"%s does not verify %s against the policy (%v); do not use the file until it is re-fetched or re-signed by a trusted signer", a.Path, file, verr))}, nil
+}
+
+// prefetchSigned starts hashing the file that a signature beside it
+// (FILE+suffix) signs, when that file is large.
+func (s *Scanner) prefetchSigned(ctx context.Context, a *scanners.Artifact, suffix string) {
+	if h, dir, err := s.hasher(a); err == nil && h != nil {
+		h.Prefetch(ctx, path.Join(dir, strings.TrimSuffix(path.Base(a.Path), suffix)), "sha256", scanners.SmallFile)
+	}
+}
+
+// detachedSuffix names a signature beside the file it signs, as
+// `cosign sign-blob --output-signature FILE.sig` writes it (with the
+// signing certificate in FILE.pem when signed keyless).
+const (
+	detachedSuffix = ".sig"
+	maxDetached    = 64 << 10
+)
+
+// detachedSignature returns the signature bytes of a cosign detached
+// signature: base64 text (a DER ECDSA or RSA signature). GPG's binary or
+// armored .sig files are not cosign's and return false.
+func detachedSignature(data []byte) ([]byte, bool) {
+	t := strings.TrimSpace(string(data))
+	if t == "" || strings.HasPrefix(t, "-----BEGIN") {
+		return nil, false
+	}
+	if _, err := base64.StdEncoding.DecodeString(t); err != nil {
+		return nil, false
+	}
+	return []byte(t), true
+}
+
+// scanDetached verifies FILE.sig (and FILE.pem when present) against FILE
+// with the key authorities of the model policy covering its directory.
+func (s *Scanner) scanDetached(ctx context.Context, a *scanners.Artifact, sig []byte) []scanners.Finding {
+	h, dir, err := s.hasher(a)
+	if err != nil || h == nil {
+		return nil
+	}
+	file := path.Join(dir, strings.TrimSuffix(path.Base(a.Path), detachedSuffix))
+	hx, _, err := h.Sum(ctx, file, "sha256")
+	if errors.Is(err, fs.ErrNotExist) {
+		return []scanners.Finding{s.fileFinding(a, RuleMissing, file, fmt.Sprintf(
+			"%s is signed by the detached signature %s but missing; fetch it from the publisher", file, a.Path))}
+	}
+	if err != nil {
+		return []scanners.Finding{scanners.At(a, RuleUnsafePath, 0, fmt.Sprintf(
+			"%s (signed by %s) was not read: %v; a symlink out of the target or a special file vouches for nothing", file, a.Path, err))}
+	}
+	var cert []byte
+	if fi, err := h.Root().Stat(file + ".pem"); err == nil && fi.Mode().IsRegular() && fi.Size() <= maxDetached {
+		cert, _ = h.Root().ReadFile(file + ".pem")
+	}
+	mp := s.lp.model(dir)
+	if mp == nil {
+		return []scanners.Finding{scanners.At(a, RuleUnverified, 0, fmt.Sprintf(
+			"detached signature %s for %s is present but no trusted signer is configured for %s; add its key under signatures.models in .mlwarden.yaml", a.Path, file, dir))}
+	}
+	digest, _ := hex.DecodeString(hx)
+	var verr error
+	for _, au := range mp.auth {
+		if au.key == nil && au.root == nil {
+			continue // certificate chains are for model signatures
+		}
+		_, err := blobsig.VerifyDetached(sig, cert, digest, blobsig.Trust{Key: au.key, TrustedMaterial: au.root, Identities: au.identities})
+		if err == nil {
+			return nil
+		}
+		if verr == nil || errors.Is(err, trust.ErrInvalid) {
+			verr = err
+		}
+	}
+	if verr == nil {
+		verr = fmt.Errorf("%w: the policy for %s lists no key, which detached signatures need", trust.ErrIdentity, dir)
+	}
+	if errors.Is(verr, trust.ErrUnsupported) {
+		f := scanners.At(a, RuleUnverified, 0, fmt.Sprintf(
+			"detached signature %s for %s cannot be verified offline (%v), so the policy's signer requirement is not met; publish a Sigstore bundle (cosign sign-blob --bundle %s%s)", a.Path, file, verr, path.Base(file), bundleSuffix))
+		if mp.Mode != "warn" {
+			f.Severity = scanners.SeverityHigh
+		}
+		return []scanners.Finding{f}
+	}
+	rule := RuleIdentity
+	if errors.Is(verr, trust.ErrInvalid) {
+		rule = RuleInvalid
+	}
+	return []scanners.Finding{scanners.At(a, rule, 0, fmt.Sprintf(
+		"%s does not verify %s against the policy (%v); do not use the file until it is re-fetched or re-signed by a trusted signer", a.Path, file, verr))}
 }
 
 // fileFinding locates a finding at another file of the same target.

@@ -2,10 +2,12 @@ package signatures
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"io"
 	"io/fs"
@@ -18,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/sigstore/sigstore-go/pkg/sign"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/mlwarden/mlwarden/scanners"
@@ -355,6 +358,70 @@ func TestBlobBundlePolicy(t *testing.T) {
 	}
 }
 
+// TestDetachedSignaturePolicy covers FILE.sig as cosign sign-blob
+// --output-signature writes it: base64 of a signature over FILE made with
+// sigstore's signer.
+func TestDetachedSignaturePolicy(t *testing.T) {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	good, bad := writeKey(t, t.TempDir(), k), writeKey(t, t.TempDir(), other)
+	signer, err := signature.LoadECDSASignerVerifier(k, crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := signer.SignMessage(strings.NewReader("weights"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := base64.StdEncoding.EncodeToString(raw)
+	pol := func(key string) Policy {
+		return Policy{Models: []ModelPolicy{{Path: "m", Authorities: []Authority{{Key: key}}}}}
+	}
+	vectors := filepath.Join("modelsig", "testdata", "upstream")
+	upstreamRoot, _ := filepath.Abs(filepath.Join(vectors, "trusted_root.json"))
+	cert, err := os.ReadFile(filepath.Join(vectors, "keys", "certificate", "signing-key-cert.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstreamCert := string(cert)
+	tests := []struct {
+		name   string
+		policy Policy
+		files  map[string]string
+		want   []string
+	}{
+		{"verified", pol(good), nil, nil},
+		{"tampered", pol(good), map[string]string{"m/w.gguf": "weightz"}, []string{"signatures/invalid critical m/w.gguf.sig"}},
+		{"wrong key", pol(bad), nil, []string{"signatures/invalid critical m/w.gguf.sig"}},
+		{"no policy", Policy{}, nil, []string{"signatures/unverified info m/w.gguf.sig"}},
+		{"file missing", pol(good), map[string]string{"m/w.gguf": ""}, []string{"signatures/file-missing medium m/w.gguf"}},
+		{"gpg signature", pol(good), map[string]string{"m/w.gguf.sig": "\x89\x01\x33\x04\x00\x01\x08\x00"}, nil},
+		// Keyless .sig + .pem carry no signed time: not verifiable offline,
+		// so not a pass where the policy requires a signer.
+		{"keyless without bundle", Policy{Models: []ModelPolicy{{Path: "m", Authorities: []Authority{{Keyless: &Keyless{
+			TrustedRoot: upstreamRoot, Identities: []trust.Identity{{Subject: "ml@example.org", Issuer: "https://issuer.example.org"}}}}}}}},
+			map[string]string{"m/w.gguf.pem": upstreamCert}, []string{"signatures/unverified high m/w.gguf.sig"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, map[string]string{"m/w.gguf": "weights", "m/w.gguf.sig": sig + "\n"})
+			write(t, dir, tt.files)
+			if tt.name == "file missing" {
+				os.Remove(filepath.Join(dir, "m", "w.gguf"))
+			}
+			s, err := New(WithPolicy(tt.policy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := run(t, s, dir); !slices.Equal(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
 // textReader stands for the checks that read text files whole (secrets,
 // pins): it makes the dispatcher hold them in memory.
 type textReader struct{}
@@ -380,7 +447,7 @@ func TestReadOnce(t *testing.T) {
 	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	keyFile := writeKey(t, t.TempDir(), k)
 	big := strings.Repeat("weights!", (scanners.SmallFile+4096)/8) // over SmallFile: read in place
-	icon := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" // binary: no other check reads it
+	icon := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"                  // binary: no other check reads it
 	files := map[string]string{"config.json": `{"layers": 2}`, "tokenizer.json": strings.Repeat("tok ", 5000),
 		"model.safetensors": big, "icon.png": icon}
 	for _, tt := range []struct {
