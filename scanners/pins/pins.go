@@ -150,7 +150,7 @@ func classify(a *scanners.Artifact, head []byte) kind {
 		return kindRequirements
 	case (ext == ".yml" || ext == ".yaml") && (strings.HasPrefix(base, "environment") || strings.HasPrefix(base, "conda")):
 		return kindConda
-	case ext == ".yml" || ext == ".yaml":
+	case ext == ".yml" || ext == ".yaml" || base == "kustomization":
 		return kindYAML
 	case ext == ".py":
 		return kindPython

@@ -156,11 +156,7 @@ func imageSites(filename string, data []byte) ([]imageSite, error) {
 			}
 		default:
 			for _, d := range docs {
-				if mapGet(d, "apiVersion") != nil {
-					y.kube(d, "", 0)
-				} else if s := mapGet(d, "services"); s != nil && s.Kind == yaml.MappingNode {
-					y.compose(d)
-				}
+				y.document(a, d)
 			}
 		}
 	case kindApptainer:

@@ -122,6 +122,54 @@ build:
 	})
 }
 
+func TestHelmAndKustomize(t *testing.T) {
+	values := `replicaCount: 2
+image:
+  repository: registry.example.test/vllm/vllm-openai
+  tag: v0.6.3
+  pullPolicy: IfNotPresent
+sidecarImage: busybox
+useImage: true
+worker:
+  image:
+    registry: registry.example.test
+    repository: team/worker
+    tag: "1.2"
+    digest: ` + digest + `
+  initImage:
+    repository: team/init
+  exporterImage: "registry.example.test/exporter:latest"
+  images:
+    - image: {repository: team/a, tag: "2.0@` + digest + `"}
+config:
+  imageSize: 224
+  image: {width: 224}
+`
+	kust := `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [deploy.yaml]
+images:
+  - name: trainer
+    newName: registry.example.test/ml/trainer
+    newTag: "2024.06"
+  - name: server
+    newTag: latest
+  - name: pinned
+    newTag: v1
+    digest: ` + digest + `
+  - name: renamed-only
+    newName: registry.example.test/ml/other
+`
+	checkCases(t, []tcase{
+		{"helm values", "charts/llm/values.yaml", values,
+			[]string{"image-not-digest@4", "image-latest@6", "image-not-digest@15", "image-latest@16"}},
+		{"helm values variant name", "deploy/values-gpu.yml", "image:\n  repository: team/x\n  tag: latest\n", []string{"image-latest@3"}},
+		{"kustomization", "overlays/prod/kustomization.yaml", kust, []string{"image-not-digest@7", "image-latest@9"}},
+		{"kustomization without extension", "base/Kustomization", kust, []string{"image-not-digest@7", "image-latest@9"}},
+		{"other yaml with image keys ignored", "config.yaml", "image:\n  repository: team/x\n  tag: latest\n", nil},
+	})
+}
+
 func TestConda(t *testing.T) {
 	env := `name: train
 channels: [conda-forge]

@@ -35,8 +35,8 @@ var containerKeys = map[string]bool{"containers": true, "initContainers": true, 
 
 // scanYAML checks Kubernetes manifests (any kind: the pod templates of
 // Deployments, Jobs, CronJobs, PyTorchJobs, MPIJobs, RayClusters and RayJobs
-// all hold containers lists), Compose files, GitHub Actions workflows and
-// GitLab CI files.
+// all hold containers lists), Helm values files, kustomizations, Compose
+// files, GitHub Actions workflows and GitLab CI files.
 func scanYAML(a *scanners.Artifact, data []byte, r *rep) {
 	docs, err := yamlDocs(data)
 	if err != nil {
@@ -60,13 +60,23 @@ func scanYAML(a *scanners.Artifact, data []byte, r *rep) {
 		y.finish()
 	default:
 		for _, d := range docs {
-			switch {
-			case mapGet(d, "apiVersion") != nil && mapGet(d, "kind") != nil:
-				y.kube(d, "", 0)
-			case mapGet(d, "services") != nil && mapGet(d, "services").Kind == yaml.MappingNode:
-				y.compose(d)
-			}
+			y.document(a, d)
 		}
+	}
+}
+
+// document checks one document of a YAML file that is not a CI workflow,
+// telling its kind from the file name and its keys.
+func (y *yamlScan) document(a *scanners.Artifact, d *yaml.Node) {
+	switch {
+	case isKustomization(a.Path) || scalar(mapGet(d, "kind")) == "Kustomization":
+		y.kustomize(d)
+	case isHelmValues(a.Path):
+		y.helmValues(d, "", 0)
+	case mapGet(d, "apiVersion") != nil && mapGet(d, "kind") != nil:
+		y.kube(d, "", 0)
+	case mapGet(d, "services") != nil && mapGet(d, "services").Kind == yaml.MappingNode:
+		y.compose(d)
 	}
 }
 
