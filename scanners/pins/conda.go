@@ -16,7 +16,7 @@ import (
 func scanConda(data []byte, r *rep) {
 	docs, err := yamlDocs(data)
 	if err != nil {
-		r.add(ruleUnparsed, yamlErrLine(err), "", fmt.Sprintf("environment file could not be parsed as YAML (%v), so its packages were not checked for pins; fix the syntax", err))
+		r.add(ruleUnparsed, yamlErrLine(err, data), "", fmt.Sprintf("environment file could not be parsed as YAML (%v), so its packages were not checked for pins; fix the syntax", err))
 		return
 	}
 	for _, doc := range docs {
@@ -82,7 +82,7 @@ func yamlDocs(data []byte) ([]*yaml.Node, error) {
 	}
 }
 
-func yamlErrLine(err error) int {
+func yamlErrLine(err error, data []byte) int {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		return 0
@@ -96,7 +96,8 @@ func yamlErrLine(err error) int {
 			}
 			n = n*10 + int(c-'0')
 		}
-		return n
+		// The parser counts a lone \r as a line break; findings count \n.
+		return min(n, bytes.Count(data, []byte{'\n'})+1)
 	}
 	return 0
 }

@@ -43,7 +43,7 @@ func scanYAML(a *scanners.Artifact, data []byte, r *rep) {
 		if strings.Contains(string(data), "{{") {
 			return // a Helm or Jinja template: not YAML until rendered
 		}
-		r.add(ruleUnparsed, yamlErrLine(err), "", fmt.Sprintf("YAML could not be parsed (%v), so its images and commands were not checked for pins; fix the syntax", err))
+		r.add(ruleUnparsed, yamlErrLine(err, data), "", fmt.Sprintf("YAML could not be parsed (%v), so its images and commands were not checked for pins; fix the syntax", err))
 		return
 	}
 	y := &yamlScan{r: r, budget: maxYAMLNodes}
