@@ -95,6 +95,8 @@ func FuzzYAML(f *testing.F) {
 		"apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - image: &i a:1\n  initContainers:\n  - {<<: {image: *i}}\n",
 		"a: &a [*a]\n",
 		"x: &x {containers: [{image: b}]}\ny: [*x, *x, *x]\napiVersion: v1\nkind: List\n",
+		"image: &i {repository: a, tag: latest}\nworker: {image: *i, sideImage: b:1, images: [{image: c}]}\n",
+		"kind: Kustomization\nimages: [{name: a, newTag: latest}, {name: b, newName: c, newTag: '1', digest: d}]\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -102,6 +104,8 @@ func FuzzYAML(f *testing.F) {
 		fuzzScan(t, "k8s.yaml", data)
 		fuzzScan(t, ".github/workflows/ci.yml", data)
 		fuzzScan(t, ".gitlab-ci.yml", data)
+		fuzzScan(t, "chart/values.yaml", data)
+		fuzzScan(t, "overlay/kustomization.yaml", data)
 	})
 }
 
