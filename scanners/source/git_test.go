@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -282,6 +283,22 @@ func TestGitMergeCommits(t *testing.T) {
 	for _, n := range src.Target().Notes {
 		if strings.Contains(n, "merge") {
 			t.Errorf("unexpected note %q", n)
+		}
+	}
+}
+
+func TestDropRemergeHeaders(t *testing.T) {
+	long := strings.Repeat("x", 200<<10) // longer than the filter's buffer
+	for _, tt := range []struct{ in, want string }{
+		{"", ""},
+		{"diff --git a/f b/f\nremerge CONFLICT (content): Merge conflict in f\nindex 1..2 100644\n", "diff --git a/f b/f\nindex 1..2 100644\n"},
+		{"+remerge stays (an added line)\n    remerge stays (a commit message)\n", "+remerge stays (an added line)\n    remerge stays (a commit message)\n"},
+		{"+" + long + "\nremerge x\nend", "+" + long + "\nend"},
+		{"remerge CONFLICT at the end without newline", ""},
+	} {
+		got, err := io.ReadAll(dropRemergeHeaders(strings.NewReader(tt.in)))
+		if err != nil || string(got) != tt.want {
+			t.Errorf("dropRemergeHeaders(%.40q) = %.40q, %v; want %.40q", tt.in, got, err, tt.want)
 		}
 	}
 }
