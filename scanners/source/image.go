@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -74,7 +75,20 @@ type ImageOptions struct {
 	// (default os.UserCacheDir()/mlwarden/layers).
 	NoCache  bool
 	CacheDir string
+	// CacheMaxBytes and CacheMaxAge bound the cache (defaults
+	// DefaultCacheMaxBytes and DefaultCacheMaxAge): after a scan, entries
+	// unused for longer than the age go, then the least recently used until
+	// the cache fits, in every rules version's directory (an upgrade leaves
+	// the old one behind). A negative value turns that bound off.
+	CacheMaxBytes int64
+	CacheMaxAge   time.Duration
 }
+
+// The cache's default bounds.
+const (
+	DefaultCacheMaxBytes = 2 << 30
+	DefaultCacheMaxAge   = 30 * 24 * time.Hour
+)
 
 func (o ImageOptions) withDefaults() ImageOptions {
 	if o.MaxLayerBytes <= 0 {
@@ -88,6 +102,12 @@ func (o ImageOptions) withDefaults() ImageOptions {
 	}
 	if o.Keychain == nil {
 		o.Keychain = authn.DefaultKeychain
+	}
+	if o.CacheMaxBytes == 0 {
+		o.CacheMaxBytes = DefaultCacheMaxBytes
+	}
+	if o.CacheMaxAge == 0 {
+		o.CacheMaxAge = DefaultCacheMaxAge
 	}
 	return o
 }
@@ -209,6 +229,7 @@ func (s *imgSource) Walk(ctx context.Context, sink scanners.Sink) error {
 	}
 	w := &imgWalker{src: s, sink: sink, opts: s.opts}
 	w.cache = newImgCache(s.opts)
+	defer w.cache.prune(time.Now())
 	w.progress = newImgProgress(s.opts.Progress)
 	defer w.progress.stop()
 	var errs []error

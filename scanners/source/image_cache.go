@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/mlwarden/mlwarden/scanners"
 )
@@ -81,23 +83,105 @@ func (e *imgCacheEntry) replay(target string) []scanners.Finding {
 	return out
 }
 
-type imgCache struct{ dir string }
+type imgCache struct {
+	root     string // the cache; one directory per rules version below it
+	dir      string // this rules version's directory
+	maxBytes int64
+	maxAge   time.Duration
+}
 
 // newImgCache returns the cache, or nil when it is off.
 func newImgCache(o ImageOptions) *imgCache {
 	if o.NoCache || o.RulesVersion == "" {
 		return nil
 	}
-	dir := o.CacheDir
-	if dir == "" {
+	root := o.CacheDir
+	if root == "" {
 		d, err := os.UserCacheDir()
 		if err != nil {
 			return nil
 		}
-		dir = filepath.Join(d, "mlwarden", "layers")
+		root = filepath.Join(d, "mlwarden", "layers")
 	}
 	sum := sha256.Sum256([]byte(o.RulesVersion))
-	return &imgCache{dir: filepath.Join(dir, hex.EncodeToString(sum[:8]))}
+	return &imgCache{root: root, dir: filepath.Join(root, hex.EncodeToString(sum[:8])),
+		maxBytes: o.CacheMaxBytes, maxAge: o.CacheMaxAge}
+}
+
+// pruneEvery is how often the cache is pruned at most (one process or
+// several sharing the directory: a marker file's time says when it last was).
+const pruneEvery = 10 * time.Minute
+
+// prune deletes entries unused for longer than maxAge, then the least
+// recently used (a hit refreshes an entry's time) until the cache is under
+// 90% of maxBytes, across every rules version's directory. Errors only leave
+// more behind: entries are rebuilt by the next scan that needs them.
+func (c *imgCache) prune(now time.Time) {
+	if c == nil || (c.maxBytes < 0 && c.maxAge < 0) {
+		return
+	}
+	marker := filepath.Join(c.root, ".pruned")
+	if fi, err := os.Stat(marker); err == nil && now.Sub(fi.ModTime()) < pruneEvery && fi.ModTime().Before(now.Add(time.Minute)) {
+		return
+	}
+	if err := os.MkdirAll(c.root, 0o700); err != nil {
+		return
+	}
+	if f, err := os.Create(marker); err == nil {
+		f.Close()
+		_ = os.Chtimes(marker, now, now)
+	}
+	type entry struct {
+		path string
+		size int64
+		used time.Time
+	}
+	var entries []entry
+	var total int64
+	versions, _ := os.ReadDir(c.root)
+	for _, v := range versions {
+		if !v.IsDir() {
+			continue
+		}
+		vdir := filepath.Join(c.root, v.Name())
+		files, _ := os.ReadDir(vdir)
+		for _, f := range files {
+			fi, err := f.Info()
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			p := filepath.Join(vdir, f.Name())
+			switch {
+			case strings.HasPrefix(f.Name(), ".tmp-"):
+				if now.Sub(fi.ModTime()) > time.Hour { // left by a killed writer
+					os.Remove(p)
+				}
+				continue
+			case !strings.HasSuffix(f.Name(), ".json.gz"):
+				continue
+			case c.maxAge >= 0 && now.Sub(fi.ModTime()) > c.maxAge:
+				os.Remove(p)
+				continue
+			}
+			entries = append(entries, entry{p, fi.Size(), fi.ModTime()})
+			total += fi.Size()
+		}
+		if len(files) == 0 || vdir != c.dir {
+			_ = os.Remove(vdir) // only succeeds when empty
+		}
+	}
+	if c.maxBytes < 0 || total <= c.maxBytes {
+		return
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return a.used.Compare(b.used) })
+	for _, e := range entries {
+		if total <= c.maxBytes/10*9 {
+			break
+		}
+		if os.Remove(e.path) == nil {
+			total -= e.size
+		}
+	}
 }
 
 func (c *imgCache) enabled() bool { return c != nil }
@@ -133,6 +217,8 @@ func (c *imgCache) load(diffID string) *imgCacheEntry {
 	if err := json.NewDecoder(zr).Decode(&e); err != nil || e.Version != imgCacheVersion || e.DiffID != diffID {
 		return nil
 	}
+	now := time.Now()
+	_ = os.Chtimes(name, now, now) // used: pruned last
 	return &e
 }
 

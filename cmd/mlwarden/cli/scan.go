@@ -62,9 +62,10 @@ type scanOptions struct {
 	secretsConfig string
 	workers       int
 	// image targets
-	platform string
-	insecure []string
-	noCache  bool
+	platform     string
+	insecure     []string
+	noCache      bool
+	cacheMaxSize string
 	// cuda
 	hostFile  string
 	inventory string
@@ -125,6 +126,7 @@ Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it;
 	f.StringVar(&o.platform, "platform", "", "image platform os/arch[/variant], or all (default: this host's)")
 	f.StringSliceVar(&o.insecure, "insecure-registry", nil, "registry HOST[:PORT] to reach over plain HTTP (repeatable; loopback always is)")
 	f.BoolVar(&o.noCache, "no-cache", false, "do not use or fill the per-layer result cache")
+	f.StringVar(&o.cacheMaxSize, "cache-max-size", "2GiB", "bound of the per-layer result cache; least recently used entries go first (0: no bound)")
 	f.StringVar(&o.hostFile, "host", "", "cuda check: host facts file (as 'mlwarden cuda host --format yaml' prints)")
 	f.StringVar(&o.inventory, "inventory", "", "cuda check: inventory of named host files (node pools)")
 	return c
@@ -202,6 +204,13 @@ func runScan(ctx context.Context, a *app, o *scanOptions, failOnSet, checksSet b
 	if err != nil {
 		return ExitError, usageError("--max-file-size: %v", err)
 	}
+	cacheMax, err := parseSize(o.cacheMaxSize)
+	if err != nil {
+		return ExitError, usageError("--cache-max-size: %v", err)
+	}
+	if cacheMax == 0 {
+		cacheMax = -1 // no bound
+	}
 	cfg, err := policy.Find(o.config, targets)
 	if err != nil {
 		return ExitError, err
@@ -263,7 +272,7 @@ func runScan(ctx context.Context, a *app, o *scanOptions, failOnSet, checksSet b
 		workers = runtime.GOMAXPROCS(0)
 	}
 	sopts := source.Options{MaxFileSize: maxSize, Workers: workers}
-	sopts.Image = source.ImageOptions{Platform: o.platform, Insecure: o.insecure, NoCache: o.noCache, RulesVersion: rulesVersion(a.build, checks, cfg.Path, o.secretsConfig, o.hostFile, o.inventory)}
+	sopts.Image = source.ImageOptions{Platform: o.platform, Insecure: o.insecure, NoCache: o.noCache, CacheMaxBytes: cacheMax, RulesVersion: rulesVersion(a.build, checks, cfg.Path, o.secretsConfig, o.hostFile, o.inventory)}
 	if isTerminal(a.stderr) {
 		sopts.Image.Progress = a.stderr
 	}
