@@ -37,6 +37,17 @@ var builtinDetector = func() func(*ruleSet) *detect.Detector {
 	}
 }()
 
+// builtinPlain is the built-in rules' detector without decoding passes,
+// shared the same way and built on first use.
+var builtinPlain = func() func(*ruleSet) func() *detect.Detector {
+	var once sync.Once
+	var get func() *detect.Detector
+	return func(rs *ruleSet) func() *detect.Detector {
+		once.Do(func() { get = plainDetector(rs) })
+		return get
+	}
+}()
+
 // ruleName returns mlwarden's name for a gitleaks rule id.
 func (rs *ruleSet) ruleName(id string) string {
 	if n, ok := rs.meta.Names[id]; ok {

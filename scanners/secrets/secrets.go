@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/report"
@@ -38,7 +39,8 @@ type Scanner struct {
 	maxBytes   int64
 
 	rs    *ruleSet
-	det   *detect.Detector
+	det   *detect.Detector        // with decoding passes
+	plain func() *detect.Detector // without; built on first use (see mayDecode)
 	rules []scanners.Rule
 	byID  map[string]scanners.Rule // by gitleaks rule id
 }
@@ -74,14 +76,14 @@ func New(opts ...Option) (*Scanner, error) {
 	if err != nil {
 		return nil, err
 	}
-	det := builtinDetector(rs)
+	det, plain := builtinDetector(rs), builtinPlain(rs)
 	if s.configFile != "" {
 		if rs, err = rs.withUserFile(s.configFile); err != nil {
 			return nil, err
 		}
-		det = newDetector(rs)
+		det, plain = newDetector(rs), plainDetector(rs)
 	}
-	s.rs, s.det = rs, det
+	s.rs, s.det, s.plain = rs, det, plain
 	s.rules, s.byID = describe(rs)
 	return s, nil
 }
@@ -90,6 +92,12 @@ func newDetector(rs *ruleSet) *detect.Detector {
 	d := detect.NewDetector(rs.cfg)
 	d.MaxDecodeDepth = decodeDepth
 	return d
+}
+
+// plainDetector returns a detector without decoding passes over rs, built
+// when first asked for.
+func plainDetector(rs *ruleSet) func() *detect.Detector {
+	return sync.OnceValue(func() *detect.Detector { return detect.NewDetector(rs.cfg) })
 }
 
 // Check returns "secrets".
@@ -230,9 +238,14 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 	for len(text) > 0 {
 		frag := text[:fragmentEnd(text)]
 		text = text[len(frag):]
+		raw := string(normalize(frag))
+		det := s.det
+		if len(raw) >= gateMinFragment && !mayDecode(raw) {
+			det = s.plain() // the same findings, without the decoding pass
+		}
 		//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
-		out = append(out, s.det.DetectContext(ctx, detect.Fragment{
-			Raw:       string(normalize(frag)),
+		out = append(out, det.DetectContext(ctx, detect.Fragment{
+			Raw:       raw,
 			FilePath:  path,
 			CommitSHA: commit,
 			StartLine: line,
