@@ -372,9 +372,12 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 		}
 		s.prefetchSigned(ctx, a, detachedSuffix)
 		b := *a
-		found, _ := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
-			return s.scanDetached(ctx, &b, sig), nil
+		found, err := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
+			return s.scanDetached(ctx, &b, sig)
 		})
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, found...)
 	}
 	if isModelFile(base) {
@@ -613,19 +616,30 @@ const bundleSuffix = ".sigstore.json"
 // scanBlobBundle verifies FILE.sigstore.json against FILE with the
 // authorities of the model policy covering its directory.
 func (s *Scanner) scanBlobBundle(ctx context.Context, a *scanners.Artifact, data []byte) ([]scanners.Finding, error) {
+	return s.scanSignedFile(ctx, a, bundleSuffix, "Sigstore bundle", func(_ *os.Root, _ string, digest []byte, t blobsig.Trust) error {
+		_, err := blobsig.VerifyBundle(data, digest, t)
+		return err
+	})
+}
+
+// scanSignedFile verifies a, a signature named FILE+suffix (what says which
+// kind), against FILE beside it with the model policy of its directory.
+// verify checks the signature over FILE's sha256 with one authority.
+func (s *Scanner) scanSignedFile(ctx context.Context, a *scanners.Artifact, suffix, what string,
+	verify func(r *os.Root, file string, digest []byte, t blobsig.Trust) error) ([]scanners.Finding, error) {
 	h, dir, err := s.hasher(a)
 	if err != nil {
 		return nil, err
 	}
 	if h == nil {
 		return []scanners.Finding{scanners.At(a, RuleUnverified, 0, fmt.Sprintf(
-			"Sigstore bundle %s was not verified: it lives inside an image or git history; run mlwarden verify blob on the extracted file", a.Path))}, nil
+			"%s %s was not verified: it lives inside an image or git history; run mlwarden verify blob on the extracted file", what, a.Path))}, nil
 	}
-	file := path.Join(dir, strings.TrimSuffix(path.Base(a.Path), bundleSuffix))
+	file := path.Join(dir, strings.TrimSuffix(path.Base(a.Path), suffix))
 	hx, _, err := h.Sum(ctx, file, "sha256")
 	if errors.Is(err, fs.ErrNotExist) {
 		return []scanners.Finding{s.fileFinding(a, RuleMissing, file, fmt.Sprintf(
-			"%s is signed by the bundle %s but missing; fetch it from the publisher", file, a.Path))}, nil
+			"%s is signed by the %s %s but missing; fetch it from the publisher", file, what, a.Path))}, nil
 	}
 	if err != nil {
 		return []scanners.Finding{scanners.At(a, RuleUnsafePath, 0, fmt.Sprintf(
@@ -634,31 +648,10 @@ func (s *Scanner) scanBlobBundle(ctx context.Context, a *scanners.Artifact, data
 	mp := s.lp.model(dir)
 	if mp == nil {
 		return []scanners.Finding{scanners.At(a, RuleUnverified, 0, fmt.Sprintf(
-			"Sigstore bundle %s for %s is present but no trusted signer is configured for %s; add one under signatures.models in .mlwarden.yaml", a.Path, file, dir))}, nil
+			"%s %s for %s is present but no trusted signer is configured for %s; add one under signatures.models in .mlwarden.yaml", what, a.Path, file, dir))}, nil
 	}
 	digest, _ := hex.DecodeString(hx)
-	var verr error
-	for _, au := range mp.auth {
-		if au.key == nil && au.root == nil {
-			continue // certificate chains are for model signatures
-		}
-		_, err := blobsig.VerifyBundle(data, digest, blobsig.Trust{Key: au.key, TrustedMaterial: au.root, Identities: au.identities})
-		if err == nil {
-			return nil, nil
-		}
-		if verr == nil || errors.Is(err, trust.ErrInvalid) {
-			verr = err
-		}
-	}
-	if verr == nil {
-		verr = fmt.Errorf("%w: the policy for %s lists no key or keyless authority, which blob bundles need", trust.ErrIdentity, dir)
-	}
-	rule := RuleIdentity
-	if errors.Is(verr, trust.ErrInvalid) {
-		rule = RuleInvalid
-	}
-	return []scanners.Finding{scanners.At(a, rule, 0, fmt.Sprintf(
-		"%s does not verify %s against the policy (%v); do not use the file until it is re-fetched or re-signed by a trusted signer", a.Path, file, verr))}, nil
+	return blobFindings(a, file, mp, func(t blobsig.Trust) error { return verify(h.Root(), file, digest, t) }), nil
 }
 
 // prefetchSigned starts hashing the file that a signature beside it
@@ -693,37 +686,29 @@ func detachedSignature(data []byte) ([]byte, bool) {
 
 // scanDetached verifies FILE.sig (and FILE.pem when present) against FILE
 // with the key authorities of the model policy covering its directory.
-func (s *Scanner) scanDetached(ctx context.Context, a *scanners.Artifact, sig []byte) []scanners.Finding {
-	h, dir, err := s.hasher(a)
-	if err != nil || h == nil {
-		return nil
-	}
-	file := path.Join(dir, strings.TrimSuffix(path.Base(a.Path), detachedSuffix))
-	hx, _, err := h.Sum(ctx, file, "sha256")
-	if errors.Is(err, fs.ErrNotExist) {
-		return []scanners.Finding{s.fileFinding(a, RuleMissing, file, fmt.Sprintf(
-			"%s is signed by the detached signature %s but missing; fetch it from the publisher", file, a.Path))}
-	}
-	if err != nil {
-		return []scanners.Finding{scanners.At(a, RuleUnsafePath, 0, fmt.Sprintf(
-			"%s (signed by %s) was not read: %v; a symlink out of the target or a special file vouches for nothing", file, a.Path, err))}
-	}
-	var cert []byte
-	if fi, err := h.Root().Stat(file + ".pem"); err == nil && fi.Mode().IsRegular() && fi.Size() <= maxDetached {
-		cert, _ = h.Root().ReadFile(file + ".pem")
-	}
-	mp := s.lp.model(dir)
-	if mp == nil {
-		return []scanners.Finding{scanners.At(a, RuleUnverified, 0, fmt.Sprintf(
-			"detached signature %s for %s is present but no trusted signer is configured for %s; add its key under signatures.models in .mlwarden.yaml", a.Path, file, dir))}
-	}
-	digest, _ := hex.DecodeString(hx)
+func (s *Scanner) scanDetached(ctx context.Context, a *scanners.Artifact, sig []byte) ([]scanners.Finding, error) {
+	return s.scanSignedFile(ctx, a, detachedSuffix, "detached signature", func(r *os.Root, file string, digest []byte, t blobsig.Trust) error {
+		var cert []byte
+		if fi, err := r.Stat(file + ".pem"); err == nil && fi.Mode().IsRegular() && fi.Size() <= maxDetached {
+			cert, _ = r.ReadFile(file + ".pem")
+		}
+		_, err := blobsig.VerifyDetached(sig, cert, digest, t)
+		return err
+	})
+}
+
+// blobFindings verifies a file's signature with each key or keyless
+// authority of mp (certificate chains are for model signatures) and returns
+// nothing when one verifies; otherwise one finding: invalid, identity
+// mismatch, or unverified (high where the policy requires a signer) when
+// the signature's kind cannot be checked offline.
+func blobFindings(a *scanners.Artifact, file string, mp *loadedModel, verify func(blobsig.Trust) error) []scanners.Finding {
 	var verr error
 	for _, au := range mp.auth {
 		if au.key == nil && au.root == nil {
-			continue // certificate chains are for model signatures
+			continue
 		}
-		_, err := blobsig.VerifyDetached(sig, cert, digest, blobsig.Trust{Key: au.key, TrustedMaterial: au.root, Identities: au.identities})
+		err := verify(blobsig.Trust{Key: au.key, TrustedMaterial: au.root, Identities: au.identities})
 		if err == nil {
 			return nil
 		}
@@ -732,11 +717,11 @@ func (s *Scanner) scanDetached(ctx context.Context, a *scanners.Artifact, sig []
 		}
 	}
 	if verr == nil {
-		verr = fmt.Errorf("%w: the policy for %s lists no key, which detached signatures need", trust.ErrIdentity, dir)
+		verr = fmt.Errorf("%w: the policy for %s lists no key or keyless authority, which file signatures need", trust.ErrIdentity, path.Dir(file))
 	}
 	if errors.Is(verr, trust.ErrUnsupported) {
 		f := scanners.At(a, RuleUnverified, 0, fmt.Sprintf(
-			"detached signature %s for %s cannot be verified offline (%v), so the policy's signer requirement is not met; publish a Sigstore bundle (cosign sign-blob --bundle %s%s)", a.Path, file, verr, path.Base(file), bundleSuffix))
+			"%s for %s cannot be verified offline (%v), so the policy's signer requirement is not met; publish a Sigstore bundle (cosign sign-blob --bundle %s%s)", a.Path, file, verr, path.Base(file), bundleSuffix))
 		if mp.Mode != "warn" {
 			f.Severity = scanners.SeverityHigh
 		}
