@@ -214,7 +214,8 @@ func (s *imgSource) addNote(n string) {
 }
 
 // imgPlatformImage is one image to scan, with the platform it was picked for
-// ("" when the target is a single image).
+// or, in a docker archive of several images, its tag ("" when the target is
+// a single image).
 type imgPlatformImage struct {
 	platform string
 	img      v1.Image
@@ -222,9 +223,16 @@ type imgPlatformImage struct {
 	all bool
 }
 
+// imgPartialError is a resolve error after which the images found are
+// still scanned.
+type imgPartialError struct{ error }
+
+func (e *imgPartialError) Unwrap() error { return e.error }
+
 func (s *imgSource) Walk(ctx context.Context, sink scanners.Sink) error {
 	imgs, err := s.resolve(ctx)
-	if err != nil {
+	var partial *imgPartialError
+	if err != nil && !errors.As(err, &partial) {
 		return err
 	}
 	w := &imgWalker{src: s, sink: sink, opts: s.opts}
@@ -233,6 +241,9 @@ func (s *imgSource) Walk(ctx context.Context, sink scanners.Sink) error {
 	w.progress = newImgProgress(s.opts.Progress)
 	defer w.progress.stop()
 	var errs []error
+	if partial != nil {
+		errs = append(errs, partial.error)
+	}
 	for _, pi := range imgs {
 		if err := w.image(ctx, pi); err != nil {
 			if ctx.Err() != nil {
@@ -281,7 +292,15 @@ func (s *imgSource) resolve(ctx context.Context) ([]imgPlatformImage, error) {
 		}
 		return s.pick(idx)
 	case SchemeDockerArchive:
-		img, err := tarball.ImageFromPath(s.ref, nil)
+		opener := func() (io.ReadCloser, error) { return os.Open(s.ref) }
+		m, err := tarball.LoadManifest(opener)
+		if err != nil {
+			return nil, fmt.Errorf("read docker archive: %w", err)
+		}
+		if len(m) > 1 {
+			return s.archiveImages(opener, m)
+		}
+		img, err := tarball.Image(opener, nil)
 		if err != nil {
 			return nil, fmt.Errorf("read docker archive: %w", err)
 		}
@@ -296,6 +315,36 @@ func (s *imgSource) resolve(ctx context.Context) ([]imgPlatformImage, error) {
 		return []imgPlatformImage{{img: img}}, nil
 	}
 	return nil, fmt.Errorf("unknown image scheme %q", s.scheme)
+}
+
+// archiveImages returns every image of a docker archive holding several
+// (docker save a b), each named in findings by its first tag. go-container
+// registry selects an archive's image by tag only, so an untagged image
+// among several cannot be read: it is noted, and the run fails (exit 2)
+// rather than pass it over silently.
+func (s *imgSource) archiveImages(opener tarball.Opener, m tarball.Manifest) ([]imgPlatformImage, error) {
+	var out []imgPlatformImage
+	var untagged []string
+	for i, d := range m {
+		if len(d.RepoTags) == 0 {
+			untagged = append(untagged, fmt.Sprintf("image %d (config %s)", i+1, d.Config))
+			continue
+		}
+		tag, err := name.NewTag(d.RepoTags[0])
+		if err != nil {
+			return nil, fmt.Errorf("read docker archive: image %d: tag %q: %w", i+1, d.RepoTags[0], err)
+		}
+		img, err := tarball.Image(opener, &tag)
+		if err != nil {
+			return nil, fmt.Errorf("read docker archive: %s: %w", d.RepoTags[0], err)
+		}
+		out = append(out, imgPlatformImage{platform: d.RepoTags[0], img: img, all: true})
+	}
+	s.addNote(fmt.Sprintf("docker archive with %d images; findings in an image's config are named config.json@TAG", len(m)))
+	if len(untagged) > 0 {
+		return out, &imgPartialError{fmt.Errorf("read docker archive: %s untagged among several images: not scanned (save images by name:tag)", strings.Join(untagged, ", "))}
+	}
+	return out, nil
 }
 
 // pick walks an index (and nested indexes) and returns the images for the

@@ -2,6 +2,7 @@ package source
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -9,10 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/compression"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/mlwarden/mlwarden/scanners"
@@ -233,5 +236,53 @@ func TestImagePlatforms(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestImageDockerArchiveSeveral scans every image of `docker save a b`, and
+// names an untagged one it cannot select instead of passing it over.
+func TestImageDockerArchiveSeveral(t *testing.T) {
+	f := imgTestImage(t, runtime.GOARCH)
+	other := imgTestSecret("hf_", 7)
+	extra, err := mutate.AppendLayers(empty.Image, imgTestLayer(t, compression.GZip,
+		imgTestEntry{name: "srv/.env", body: "HF_TOKEN=" + other + "\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagA, _ := name.NewTag("example.test/ml/train:1")
+	tagB, _ := name.NewTag("example.test/ml/serve:2")
+	file := filepath.Join(t.TempDir(), "two.tar")
+	if err := tarball.MultiWriteToFile(file, map[name.Tag]v1.Image{tagA: f.img, tagB: extra}); err != nil {
+		t.Fatal(err)
+	}
+	res, rec := imgScan(t, SchemeDockerArchive, file, ImageOptions{})
+	if len(res.Errors) > 0 {
+		t.Fatalf("errors:\n%s", imgDump(res))
+	}
+	if len(imgFindingsAt(res, "/srv/.env")) != 1 {
+		t.Errorf("the second image's secret was not found:\n%s", imgDump(res))
+	}
+	for _, tag := range []string{tagA.String(), tagB.String()} {
+		if _, ok := rec.seen[ImageConfigPath+"@"+tag+"@"]; !ok {
+			t.Errorf("no config artifact for %s; seen %v", tag, slices.Collect(maps.Keys(rec.seen)))
+		}
+	}
+	if n := res.Targets[0].Notes; len(n) == 0 || !strings.Contains(strings.Join(n, "\n"), "2 images") {
+		t.Errorf("notes %q", n)
+	}
+
+	// An image saved by digest has no tag to select it by.
+	d, _ := extra.Digest()
+	byDigest, _ := name.NewDigest("example.test/ml/serve@" + d.String())
+	file2 := filepath.Join(t.TempDir(), "mixed.tar")
+	if err := tarball.MultiRefWriteToFile(file2, map[name.Reference]v1.Image{tagA: f.img, byDigest: extra}); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = imgScan(t, SchemeDockerArchive, file2, ImageOptions{})
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, "untagged") {
+		t.Errorf("errors %+v, want one naming the untagged image", res.Errors)
+	}
+	if len(imgFindingsAt(res, "/srv/.env")) != 0 || len(res.Findings) == 0 {
+		t.Errorf("the tagged image should still be scanned:\n%s", imgDump(res))
 	}
 }
