@@ -220,3 +220,34 @@ func TestVerifyImage(t *testing.T) {
 func pemEncode(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }
+
+// TestVerifyModelUpstream runs the command on signatures written by released
+// model_signing versions (scanners/signatures/modelsig/testdata/upstream),
+// with the flags upstream's own verify scripts pass.
+func TestVerifyModelUpstream(t *testing.T) {
+	up := filepath.Join("..", "..", "..", "scanners", "signatures", "modelsig", "testdata", "upstream")
+	at := func(p string) string { return filepath.Join(up, p) }
+	key, chain, root := at("keys/certificate/signing-key-pub.pem"), at("keys/certificate/int-ca-cert.pem"), at("trusted_root.json")
+	keyless := func(id string) []string {
+		return []string{"--identity", id, "--oidc-issuer", "https://sigstore.verify.ibm.com/oauth2", "--trusted-root", root}
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"key v1.1.0", []string{at("v1.1.0-elliptic-key"), "--key", key}, 0},
+		{"key v1.0.0 single file", []string{at("v1.0.0-elliptic-key/signme-1"), "--signature", at("v1.0.0-elliptic-key/model.sig"), "--key", key}, 0},
+		{"certificate v0.2.0", []string{at("v0.2.0-certificate"), "--certificate-chain", chain}, 0},
+		{"sigstore v1.0.1", append([]string{at("v1.0.1-sigstore")}, keyless("stefanb@us.ibm.com")...), 0},
+		{"sigstore, another identity", append([]string{at("v1.0.1-sigstore")}, keyless("someone@example.com")...), 1},
+		{"ml-dsa is not checked", []string{at("v1.1.0-ml-dsa"), "--key", key}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out := verifyRun(t, append([]string{"model"}, tt.args...)...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d:\n%s", code, tt.code, out)
+			}
+		})
+	}
+}
