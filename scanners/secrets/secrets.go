@@ -43,6 +43,8 @@ type Scanner struct {
 	plain func() *detect.Detector // without; built on first use (see mayDecode)
 	rules []scanners.Rule
 	byID  map[string]scanners.Rule // by gitleaks rule id
+	// gitleaksID maps the check's rule IDs back to gitleaks rule ids.
+	gitleaksID map[string]string
 }
 
 // Option configures a Scanner.
@@ -85,6 +87,10 @@ func New(opts ...Option) (*Scanner, error) {
 	}
 	s.rs, s.det, s.plain = rs, det, plain
 	s.rules, s.byID = describe(rs)
+	s.gitleaksID = make(map[string]string, len(s.byID))
+	for id, r := range s.byID {
+		s.gitleaksID[r.ID] = id
+	}
 	return s, nil
 }
 

@@ -217,3 +217,27 @@ func TestRulesAndVersion(t *testing.T) {
 		t.Errorf("completion: exit %d", code)
 	}
 }
+
+// TestScanGitleaksIgnore: a .gitleaksignore at the scanned root suppresses
+// the findings it lists, as gitleaks would, and only those.
+func TestScanGitleaksIgnore(t *testing.T) {
+	dir := t.TempDir()
+	tok := sbatchToken()
+	os.WriteFile(filepath.Join(dir, "reviewed.env"), []byte("HF_TOKEN="+tok+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "new.env"), []byte("\nHF_TOKEN="+tok+"\n"), 0o644)
+	code, res := scanJSON(t, "--checks", "secrets", dir)
+	if code != ExitFindings || len(res.Findings) != 2 {
+		t.Fatalf("without .gitleaksignore: exit %d, %d findings", code, len(res.Findings))
+	}
+	os.WriteFile(filepath.Join(dir, ".gitleaksignore"), []byte("# rotated 2026-11\nreviewed.env:huggingface-access-token:1\n"), 0o644)
+	code, res = scanJSON(t, "--checks", "secrets", dir)
+	var suppressed []string
+	for _, f := range res.Findings {
+		if f.Suppressed != "" {
+			suppressed = append(suppressed, f.Path+": "+f.Suppressed)
+		}
+	}
+	if code != ExitFindings || len(suppressed) != 1 || !strings.HasPrefix(suppressed[0], "reviewed.env: listed in .gitleaksignore") {
+		t.Errorf("exit %d, suppressed %q", code, suppressed)
+	}
+}

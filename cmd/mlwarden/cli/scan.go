@@ -21,6 +21,7 @@ import (
 	"github.com/mlwarden/mlwarden/scanners/catalog"
 	"github.com/mlwarden/mlwarden/scanners/cuda"
 	"github.com/mlwarden/mlwarden/scanners/policy"
+	"github.com/mlwarden/mlwarden/scanners/secrets"
 	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"github.com/mlwarden/mlwarden/scanners/source"
 )
@@ -292,6 +293,7 @@ func runScan(ctx context.Context, a *app, o *scanOptions, failOnSet, checksSet b
 	}
 	res := scanners.NewDispatcher(scs, scanners.WithWorkers(workers)).Run(ctx, srcs...)
 	res.Errors = append(openErrs, res.Errors...)
+	applyGitleaksIgnores(res, srcs, scs)
 	for _, w := range policy.Apply(res, cfg.Ignore, baseline, time.Now()) {
 		fmt.Fprintf(a.stderr, "mlwarden: warning: %s\n", w)
 	}
@@ -353,4 +355,41 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// applyGitleaksIgnores honours a .gitleaksignore at the root of each
+// scanned directory or local repository, as gitleaks does, so that a
+// project moving to mlwarden keeps its reviewed exceptions.
+func applyGitleaksIgnores(res *scanners.Result, srcs []scanners.Source, scs []scanners.Scanner) {
+	var sec *secrets.Scanner
+	for _, sc := range scs {
+		if s, ok := sc.(*secrets.Scanner); ok {
+			sec = s
+		}
+	}
+	if sec == nil {
+		return
+	}
+	for _, src := range srcs {
+		t := src.Target()
+		root := ""
+		switch t.Kind {
+		case scanners.KindDir:
+			root = strings.TrimPrefix(t.Name, "dir:")
+		case scanners.KindRepo:
+			root = strings.TrimPrefix(t.Name, "git:")
+		}
+		if root == "" {
+			continue
+		}
+		p := filepath.Join(root, secrets.GitleaksIgnoreFile)
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
+			continue // a remote repository's, or none
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		secrets.ParseGitleaksIgnore(data).Apply(res, t.Name, sec.GitleaksRuleID)
+	}
 }
