@@ -115,7 +115,8 @@ func (s *Server) Review(ctx context.Context, req *admissionv1.AdmissionRequest) 
 	if spec == nil {
 		return allow // not a workload: nothing to check
 	}
-	pol := s.cfg.policyFor(req.Namespace)
+	rules := s.admit.Load()
+	pol := rules.cfg.policyFor(req.Namespace)
 	failOn := pol.failOn()
 	dryRun := req.DryRun != nil && *req.DryRun
 	var a answer
@@ -137,7 +138,7 @@ func (s *Server) Review(ctx context.Context, req *admissionv1.AdmissionRequest) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.checkImage(ctx, &a, pol, img, dryRun)
+			s.checkImage(ctx, &a, pol, rules.sigs, img, dryRun)
 		}()
 	}
 	wg.Wait()
@@ -196,7 +197,7 @@ func shortDigest(d string) string {
 }
 
 // checkImage applies the image policies to one image of the pod.
-func (s *Server) checkImage(ctx context.Context, a *answer, pol Policy, img podImage, dryRun bool) {
+func (s *Server) checkImage(ctx context.Context, a *answer, pol Policy, sigs SignatureVerifier, img podImage, dryRun bool) {
 	who := fmt.Sprintf("container %q", img.containers[0])
 	if len(img.containers) > 1 {
 		who = fmt.Sprintf("containers %q", img.containers)
@@ -217,8 +218,8 @@ func (s *Server) checkImage(ctx context.Context, a *answer, pol Policy, img podI
 	}
 	short := d.Context().Name() + "@" + shortDigest(d.DigestStr())
 
-	if s.sigs != nil && pol.Signatures != Allow {
-		if err := s.sigs.VerifyImage(ctx, d); err != nil {
+	if sigs != nil && pol.Signatures != Allow {
+		if err := sigs.VerifyImage(ctx, d); err != nil {
 			a.act(pol.Signatures, "%s: image %s fails the signature policy: %v", who, short, err)
 		}
 	}

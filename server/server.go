@@ -61,6 +61,10 @@ type Server struct {
 	eventsToken  string
 	harborToken  string
 
+	// admit holds what decides an admission answer and can change at run
+	// time (Reload); the rest of cfg is fixed for the server's life.
+	admit atomic.Pointer[admitRules]
+
 	metrics *metrics
 	scans   *coordinator
 	tags    *tagCache
@@ -152,12 +156,48 @@ func New(opts ...Option) (*Server, error) {
 	if s.harborToken, err = s.cfg.Harbor.token(); err != nil {
 		return nil, err
 	}
+	s.admit.Store(&admitRules{cfg: s.cfg, sigs: s.sigs})
 	s.metrics = newMetrics()
 	s.tags = newTagCache(s.cfg.TagTTL, s.now)
 	s.scans = newCoordinator(s)
 	s.harbor = newHarborScans(s)
 	s.routes()
 	return s, nil
+}
+
+// admitRules is the part of the configuration Reload replaces: the
+// policies (default and per namespace) and the signature verifier.
+type admitRules struct {
+	cfg  Config
+	sigs SignatureVerifier
+}
+
+// Reload replaces the admission policies (the top-level policy, namespaces)
+// and the signature verifier (nil: none) while the server runs, as serve
+// does on SIGHUP. Requests already being answered finish under the old ones.
+// Everything else in c (listeners, store, workers, tokens, deadlines) takes
+// a restart; Reload reports which of those differ so that the caller can
+// say so. An invalid c changes nothing.
+func (s *Server) Reload(c Config, sigs SignatureVerifier) (needRestart []string, err error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	old := s.cfg
+	for _, f := range []struct {
+		key  string
+		same bool
+	}{
+		{"scan-deadline", c.ScanDeadline == old.ScanDeadline}, {"tag-ttl", c.TagTTL == old.TagTTL},
+		{"events", c.Events == old.Events}, {"harbor", c.Harbor == old.Harbor},
+		{"workers", c.Workers == old.Workers}, {"queue-size", c.QueueSize == old.QueueSize},
+		{"retries", c.Retries == old.Retries && c.RetryBackoff == old.RetryBackoff}, {"store", c.Store == old.Store},
+	} {
+		if !f.same {
+			needRestart = append(needRestart, f.key)
+		}
+	}
+	s.admit.Store(&admitRules{cfg: c, sigs: sigs})
+	return needRestart, nil
 }
 
 // Handler returns the HTTP handler for every endpoint.

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -105,21 +108,12 @@ func runServe(cmd *cobra.Command, a *app, o *serveOptions) error {
 	defer closeStore()
 
 	opts := []server.Option{}
-	if len(cfg.SignaturePolicy.Images) > 0 {
-		pol := cfg.SignaturePolicy
-		if o.config != "" {
-			pol = pol.Resolve(filepath.Dir(o.config))
-		}
-		var nameOpts []name.Option
-		if len(o.insecureRegs) > 0 {
-			nameOpts = append(nameOpts, name.Insecure)
-		}
-		sigs, err := signatures.New(signatures.WithPolicy(pol), signatures.WithNameOptions(nameOpts...))
-		if err != nil {
-			return usageError("%s: signature-policy: %v", o.config, err)
-		}
-		defer sigs.Close()
-		opts = append(opts, server.WithSignatureVerifier(server.ImagePolicyVerifier{Policy: sigs}))
+	sigs, err := serveVerifier(cfg, o)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if sigs != nil {
+		opts = append(opts, server.WithSignatureVerifier(sigs))
 	}
 	srv, err := server.New(append(opts,
 		server.WithConfig(cfg),
@@ -133,10 +127,80 @@ func runServe(cmd *cobra.Command, a *app, o *serveOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	if o.config != "" {
+		stop := reloadOnHangup(cmd.Context(), srv, o, log)
+		defer stop()
+	}
 	if err := srv.Run(cmd.Context(), lc, nil); err != nil && !errors.Is(err, cmd.Context().Err()) {
 		return err
 	}
 	return nil
+}
+
+// serveVerifier builds the signature verifier the config's signature-policy
+// asks for (nil when it names no images); key and root files are relative
+// to the config file.
+func serveVerifier(cfg server.Config, o *serveOptions) (server.SignatureVerifier, error) {
+	if len(cfg.SignaturePolicy.Images) == 0 {
+		return nil, nil
+	}
+	pol := cfg.SignaturePolicy
+	if o.config != "" {
+		pol = pol.Resolve(filepath.Dir(o.config))
+	}
+	var nameOpts []name.Option
+	if len(o.insecureRegs) > 0 {
+		nameOpts = append(nameOpts, name.Insecure)
+	}
+	sigs, err := signatures.New(signatures.WithPolicy(pol), signatures.WithNameOptions(nameOpts...))
+	if err != nil {
+		return nil, fmt.Errorf("%s: signature-policy: %w", o.config, err)
+	}
+	return server.ImagePolicyVerifier{Policy: sigs}, nil
+}
+
+// reloadOnHangup re-reads the config file on SIGHUP and swaps in its
+// policies and signature policy; a config that does not load or validate is
+// logged and the running policies stay. It returns a function that stops it.
+func reloadOnHangup(ctx context.Context, srv *server.Server, o *serveOptions, log *slog.Logger) func() {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-hup:
+				if !ok {
+					return
+				}
+			}
+			cfg, err := server.LoadConfig(o.config)
+			var sigs server.SignatureVerifier
+			if err == nil {
+				sigs, err = serveVerifier(cfg, o)
+			}
+			var restart []string
+			if err == nil {
+				restart, err = srv.Reload(cfg, sigs)
+			}
+			if err != nil {
+				log.Error("config not reloaded; the running policies stay", "config", o.config, "err", err)
+				continue
+			}
+			log.Info("config reloaded: policies, namespaces and signature policy", "config", o.config)
+			if len(restart) > 0 {
+				log.Warn("config changes that take a restart were not applied", "settings", restart)
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(hup)
+		<-done
+	}
 }
 
 // openServeStore opens the verdict stores the config names: the bbolt file

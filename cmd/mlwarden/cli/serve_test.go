@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/mlwarden/mlwarden/server"
+)
+
+// TestServeReloadOnHangup sends the process SIGHUP after editing the config
+// file: the running server takes the new policy; a broken file is logged
+// and leaves it.
+func TestServeReloadOnHangup(t *testing.T) {
+	cfgFile := filepath.Join(t.TempDir(), "serve.yaml")
+	os.WriteFile(cfgFile, []byte("fail-on: high\n"), 0o644)
+	cfg, err := server.LoadConfig(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.WithConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := reloadOnHangup(ctx, srv, &serveOptions{config: cfgFile}, slog.New(slog.NewJSONHandler(&logs, nil)))
+	defer stop()
+
+	pod := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ml"},"spec":{"containers":[{"name":"m",` +
+		`"image":"registry.example.test/ml/train@sha256:` + strings.Repeat("b", 64) + `","securityContext":{"privileged":true}}]}}`)
+	allowed := func() bool {
+		return srv.Review(ctx, &admissionv1.AdmissionRequest{UID: "u", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Namespace: "ml", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: pod}}).Allowed
+	}
+	hangup := func(wantLog string) {
+		t.Helper()
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), wantLog); {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the log:\n%s", wantLog, logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if allowed() {
+		t.Fatal("privileged pod admitted under fail-on high")
+	}
+	os.WriteFile(cfgFile, []byte("fail-on: critical\n"), 0o644)
+	hangup("config reloaded")
+	if !allowed() {
+		t.Fatal("still denied after reloading fail-on critical")
+	}
+	os.WriteFile(cfgFile, []byte("fail-on: [\n"), 0o644)
+	hangup("config not reloaded")
+	if !allowed() {
+		t.Fatal("a broken config changed the running policy")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutine and the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
