@@ -32,6 +32,9 @@ type fsSource struct {
 	single  bool   // root is one file
 	maxSize int64
 	workers int
+
+	mu     sync.Mutex
+	broken []string // symlinks to nothing: no content, so not errors
 }
 
 // OpenFS returns a source for a file or a directory. It never follows a
@@ -68,7 +71,18 @@ func (s *fsSource) Target() scanners.Target {
 	if s.single {
 		k = scanners.KindFile
 	}
-	return scanners.Target{Name: s.name, Kind: k}
+	t := scanners.Target{Name: s.name, Kind: k}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.broken); n > 0 {
+		shown := s.broken[:min(n, 5)]
+		more := ""
+		if n > len(shown) {
+			more = fmt.Sprintf(" and %d more", n-len(shown))
+		}
+		t.Notes = append(t.Notes, fmt.Sprintf("%d broken symlink(s) skipped, pointing nowhere or in a loop: %s%s", n, strings.Join(shown, ", "), more))
+	}
+	return t
 }
 
 // fsJob is one file to scan.
@@ -148,7 +162,14 @@ func (s *fsSource) walkDir(ctx context.Context, sink scanners.Sink, jobs chan<- 
 			if t&fs.ModeSymlink != 0 {
 				target, err := filepath.EvalSymlinks(abs)
 				if err != nil {
-					sink.Error(scanners.Error{Target: s.name, Path: r, Message: fmt.Sprintf("broken symlink: %v", errMsg(err))})
+					if _, serr := os.Stat(abs); errors.Is(serr, fs.ErrNotExist) || errors.Is(serr, syscall.ELOOP) {
+						// Nothing to read: a note, not an error that fails the run.
+						s.mu.Lock()
+						s.broken = append(s.broken, r)
+						s.mu.Unlock()
+						continue
+					}
+					sink.Error(scanners.Error{Target: s.name, Path: r, Message: fmt.Sprintf("resolve symlink: %v", errMsg(err))})
 					continue
 				}
 				if !within(s.rootReal(), target) {
