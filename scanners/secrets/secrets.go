@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -311,6 +312,9 @@ func (s *Scanner) convert(a *scanners.Artifact, gfs []report.Finding, where func
 	gfs = dedupe(gfs)
 	out := make([]scanners.Finding, 0, len(gfs))
 	for _, g := range gfs {
+		if specificity(g.RuleID) == 0 && codeReference(a.Path, g.Line, strings.TrimSpace(g.Secret)) {
+			continue // pad_token_id=pad_token_id: a name in code, not a value
+		}
 		r, ok := s.byID[g.RuleID]
 		if !ok {
 			r = describeRule(s.rs, g.RuleID, g.Description)
@@ -398,6 +402,45 @@ func dedupe(gfs []report.Finding) []report.Finding {
 		}
 	}
 	return out
+}
+
+// identifierRe matches names in code that generic rules take for values
+// after a key-like word: snake_case and SCREAMING_CASE words, camelCase and
+// PascalCase words, and dotted attribute paths of those — letters only, so
+// that no digit-bearing token is ever dropped.
+var identifierRe = regexp.MustCompile(`^(?:[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)+|[a-z]+(?:[A-Z][a-z]+)+|(?:[A-Z][a-z]+){2,}|[A-Za-z_]+(?:\.[A-Za-z_]+)+)$`)
+
+// codeExts are programming languages, where an unquoted name is a
+// reference to a variable (in .env, YAML or shell, it is the value itself).
+var codeExts = map[string]bool{
+	".py": true, ".pyi": true, ".ipynb": true, ".js": true, ".mjs": true, ".ts": true, ".tsx": true, ".jsx": true,
+	".go": true, ".java": true, ".kt": true, ".scala": true, ".rs": true, ".c": true, ".cc": true, ".cpp": true,
+	".h": true, ".hpp": true, ".cu": true, ".cuh": true, ".cs": true, ".rb": true, ".php": true, ".swift": true,
+	".jl": true, ".r": true, ".lua": true,
+}
+
+// codeReference reports whether a generic rule's secret is a name in source
+// code — src_key_padding_mask=src_key_padding_mask, tokenizer.eos_token —
+// which gitleaks' entropy threshold lets through in ML code full of "key"
+// and "token": letters only, unquoted on its line, in a programming
+// language's file. A quoted string, or a value in .env, YAML or a script,
+// is always kept.
+func codeReference(p, line, secret string) bool {
+	if !codeExts[strings.ToLower(path.Ext(scanners.Base(p)))] {
+		return false
+	}
+	// The generic rule's value may run on over '=' (a, b=b: "b=b").
+	for _, part := range strings.Split(secret, "=") {
+		if !identifierRe.MatchString(part) {
+			return false
+		}
+	}
+	for _, q := range []string{`"`, `'`, "`"} {
+		if strings.Contains(line, q+secret+q) {
+			return false
+		}
+	}
+	return true
 }
 
 // specificity ranks rules: generic ones lowest, rules that match a container
