@@ -492,6 +492,28 @@ var (
 	minerWord     = regexp.MustCompile(`(?i)(?:^|[/\s"'=])(` + strings.Join(minerBinaries, "|") + `)(?:[-._/\s"']|$)`)
 )
 
+// minerFile is what follows a miner's name when it is a file: a version
+// (t-rex-0.26.8, xmrig-6.21) or an archive, script or config suffix.
+var minerFile = regexp.MustCompile(`^(?:[-_]v?[0-9]|\.(?:tar|tgz|zip|gz|xz|bz2|7z|deb|rpm|exe|sh|json|conf|service)\b)`)
+
+// minerMention finds a miner's name used as a file: in a path (./xmrig,
+// /opt/t-rex/), a download (t-rex-0.26.8-linux.tar.gz) or a setting
+// (MINER=xmrig). A bare quoted word — "t-rex" is also an emoji's name —
+// is not enough.
+func minerMention(l []byte) (string, bool) {
+	for _, m := range minerWord.FindAllSubmatchIndex(l, -1) {
+		start, end := m[2], m[3]
+		before, after := byte(0), l[end:]
+		if start > 0 {
+			before = l[start-1]
+		}
+		if before == '/' || before == '=' || bytes.HasPrefix(after, []byte("/")) || minerFile.Match(after) {
+			return strings.ToLower(string(l[start:end])), true
+		}
+	}
+	return "", false
+}
+
 func (r *run) miner(cl cmdLine) {
 	for i, w := range cl.words {
 		p := prog(w)
@@ -553,9 +575,10 @@ func (r *run) minerText(lower []byte, doc bool) {
 		case host && poolHost.Match(l):
 			m := poolHost.Find(l)
 			r.add(RuleCryptoMiner, scanners.SeverityCritical, line, string(m), "mining-pool host "+string(m)+": something here connects a crypto-miner to a pool. Remove it and find out who added it")
-		case word && minerWord.Match(l):
-			m := minerWord.FindSubmatch(l)
-			r.add(RuleCryptoMiner, scanners.SeverityCritical, line, string(m[1]), "names the crypto-miner "+strings.ToLower(string(m[1]))+": GPU mining is the usual payload of a stolen cluster account. Remove it and find out who added it")
+		case word:
+			if name, ok := minerMention(l); ok {
+				r.add(RuleCryptoMiner, scanners.SeverityCritical, line, name, "names the crypto-miner "+name+": GPU mining is the usual payload of a stolen cluster account. Remove it and find out who added it")
+			}
 		}
 		line++
 		start = i + 1

@@ -122,6 +122,9 @@ spec:
 		{"pool host", "x.conf", "host = xmr.2miners.com\n", []hit{{"crypto-miner", crit, 1}}},
 		{"miner download", "Dockerfile", "FROM ubuntu:22.04\nRUN wget https://example.invalid/t-rex-0.26.8-linux.tar.gz && tar xf t-rex-0.26.8-linux.tar.gz\n", []hit{{"crypto-miner", crit, 2}}},
 		{"miner named in docs is not a finding", "README.md", "We block xmrig and t-rex.\n", nil},
+		{"an emoji's name is not a miner", "_emoji_codes.py", "EMOJI = {\n    \"t-rex\": \"\U0001f996\",\n    'xmrig': 1,\n}\n", nil},
+		{"miner in a path", "entry.py", "subprocess.run([\"/opt/miners/xmrig\", \"-c\", cfg])\n", []hit{{"crypto-miner", crit, 1}}},
+		{"miner as a setting", "job.env", "MINER=t-rex\n", []hit{{"crypto-miner", crit, 1}}},
 		{"clean script", "train.sh", "#!/bin/bash\nset -euo pipefail\npython train.py --lr 3e-4\n", nil},
 		{"broken shell still checked", "bad.sh", "if then fi (\njupyter lab --ip=0.0.0.0 --ServerApp.token=''\n", []hit{{"notebook-exposed", crit, 2}}},
 	}
