@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mlwarden/mlwarden/rules"
 	"github.com/mlwarden/mlwarden/scanners"
@@ -128,6 +129,20 @@ var modelExts = map[string]bool{
 	".hdf5": true, ".keras": true, ".dill": true,
 }
 
+// sitePathFile reports whether a .pth file that is no checkpoint is text:
+// a Python path configuration file (site-packages/*.pth: paths and import
+// lines run at interpreter start), which shares PyTorch's extension.
+func sitePathFile(p string, head []byte) bool {
+	if !strings.EqualFold(path.Ext(p), ".pth") || scanners.IsBinary(head) {
+		return false
+	}
+	// The head may end inside a multi-byte character.
+	for i := 0; i < utf8.UTFMax-1 && len(head) > 0 && !utf8.Valid(head); i++ {
+		head = head[:len(head)-1]
+	}
+	return utf8.Valid(head)
+}
+
 // lfsPointer starts a Git LFS pointer file (the model itself is elsewhere).
 const lfsPointer = "version https://git-lfs.github.com/spec/"
 
@@ -142,9 +157,9 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 	}
 	sc := &scan{s: s, ctx: ctx, a: a, budget: s.lim.MaxExpand}
 	if !sc.content(place{}, c, c.Size(), a.Path, 0) && modelName(a.Path) && sc.readErr == nil {
-		head := make([]byte, 200)
+		head := make([]byte, scanners.HeadSize)
 		n, _ := c.ReadAt(head, 0)
-		if !bytes.HasPrefix(head[:n], []byte(lfsPointer)) && n > 0 {
+		if !bytes.HasPrefix(head[:n], []byte(lfsPointer)) && n > 0 && !sitePathFile(a.Path, head[:n]) {
 			sc.add(ruleUnscannable, ruleUnscannable.Severity,
 				fmt.Sprintf("The file is named like a model (%s) but its content is in no model format mlwarden knows, so it was not analysed; a loader may still read it. %s", path.Ext(a.Path), ruleUnscannable.Fix),
 				"unknown content in "+path.Ext(a.Path)+" file")

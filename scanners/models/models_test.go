@@ -386,6 +386,10 @@ func TestFailClosedNames(t *testing.T) {
 		{"notes.txt", "just text", nil},
 		{"bundle.zip", zipOf("weights/model.pt", "\x00\x01 not a model"), []string{"models/unscannable"}},
 		{"bundle.zip", zipOf("README.md", "text"), nil},
+		// Python's site .pth files share PyTorch's extension.
+		{"distutils-precedence.pth", "import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.environ.get(var, 'local') == 'local'\n", nil},
+		{"mypkg.pth", "/opt/mypkg/src\n../vendored — ünïcode path\n", nil},
+		{"weights.pth", "\xff\xfe not text, not a model", []string{"models/unscannable"}},
 	}
 	for _, c := range cases {
 		fs, err := scanners.ScanBytes(context.Background(), New(), &scanners.Artifact{Kind: scanners.ArtifactFile, Path: c.name}, []byte(c.data))
