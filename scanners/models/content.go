@@ -181,12 +181,28 @@ func decompressor(f format, r *bufio.Reader) (io.Reader, error) {
 	case fmtLz4:
 		return lz4.NewReader(r), nil
 	case fmtJoblibZF:
-		// joblib < 0.10: "ZF", the length in hex padded to 19 bytes, zlib data.
-		hdr := make([]byte, 21)
-		if _, err := io.ReadFull(r, hdr); err != nil {
+		// joblib < 0.10: "ZF", the length in hex ("0x31f", "0x31fL" from
+		// Python 2) padded with spaces to about 19 bytes (joblib 0.8 pads
+		// one more), then zlib data.
+		br := bufio.NewReader(r)
+		hdr := make([]byte, 4)
+		if _, err := io.ReadFull(br, hdr); err != nil {
 			return nil, err
 		}
-		return zlib.NewReader(r)
+		for i := 0; ; i++ {
+			b, err := br.ReadByte()
+			if err != nil {
+				return nil, err
+			}
+			if i > 32 {
+				return nil, errors.New("joblib zfile header longer than 32 bytes")
+			}
+			if !strings.ContainsRune("0123456789abcdefABCDEFL ", rune(b)) {
+				br.UnreadByte()
+				break
+			}
+		}
+		return zlib.NewReader(br)
 	}
 	return nil, fmt.Errorf("no decompressor for %s", f)
 }

@@ -95,7 +95,10 @@ func joblibArray(w *pickle.Walker, g int, args, state *pickle.Value) string {
 		}
 		count *= d.Int
 	}
-	if am := state.Get("allow_mmap"); am != nil && am.Kind == pickle.KBool && am.Int == 1 {
+	// joblib ≥ 1.2 aligns the array: one byte says how many padding bytes
+	// follow. It does so when the wrapper's state holds an alignment (older
+	// files, joblib 0.10 to 1.1, have allow_mmap but no padding).
+	if al := state.Get("numpy_array_alignment_bytes"); al != nil && al.Kind == pickle.KInt {
 		pad, err := w.ReadByte()
 		if err != nil || !w.Skip(int64(pad)) {
 			return "joblib inline array: truncated padding"
