@@ -312,8 +312,8 @@ func (s *Scanner) convert(a *scanners.Artifact, gfs []report.Finding, where func
 	gfs = dedupe(gfs)
 	out := make([]scanners.Finding, 0, len(gfs))
 	for _, g := range gfs {
-		if specificity(g.RuleID) == 0 && codeReference(a.Path, g.Line, strings.TrimSpace(g.Secret)) {
-			continue // pad_token_id=pad_token_id: a name in code, not a value
+		if specificity(g.RuleID) == 0 && (codeReference(a.Path, g.Line, strings.TrimSpace(g.Secret)) || namedDigest(g.Line, g.Secret)) {
+			continue // pad_token_id=pad_token_id, "key_sha256": "<hex>": not credentials
 		}
 		r, ok := s.byID[g.RuleID]
 		if !ok {
@@ -429,11 +429,20 @@ func codeReference(p, line, secret string) bool {
 	if !codeExts[strings.ToLower(path.Ext(scanners.Base(p)))] {
 		return false
 	}
-	// The generic rule's value may run on over '=' (a, b=b: "b=b").
+	// The generic rule's value may run on over '=' (a, b=b: "b=b", or
+	// serialized_options=b'…': "serialized_options=b"): every part a name,
+	// one of them an identifier of several words.
+	named := false
 	for _, part := range strings.Split(secret, "=") {
-		if !identifierRe.MatchString(part) {
+		switch {
+		case identifierRe.MatchString(part):
+			named = true
+		case part == "" || strings.Trim(part, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_") != "":
 			return false
 		}
+	}
+	if !named {
+		return false
 	}
 	for _, q := range []string{`"`, `'`, "`"} {
 		if strings.Contains(line, q+secret+q) {
@@ -441,6 +450,26 @@ func codeReference(p, line, secret string) bool {
 		}
 	}
 	return true
+}
+
+// digestRe is a hex digest of a common length: MD5, SHA-1, SHA-256, SHA-512.
+var digestRe = regexp.MustCompile(`^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64}|[0-9a-fA-F]{128})$`)
+
+// namedDigest reports whether a generic rule's secret is a hex digest on a
+// line that says it is one ("key_sha256": "…", checksum = …): test vectors
+// and lock files, not credentials. A bare 32-hex value stays reported:
+// many services issue keys of that shape.
+func namedDigest(line, secret string) bool {
+	if !digestRe.MatchString(strings.TrimSpace(secret)) {
+		return false
+	}
+	l := strings.ToLower(line)
+	for _, w := range []string{"sha1", "sha224", "sha256", "sha384", "sha512", "sha-", "md5", "hash", "digest", "checksum", "blake2"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // specificity ranks rules: generic ones lowest, rules that match a container
