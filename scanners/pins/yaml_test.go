@@ -296,3 +296,22 @@ func TestNotebook(t *testing.T) {
 		{"truncated notebook", "x.ipynb", nb[:strings.Index(nb, "%pip")], []string{"pip-unpinned@16"}},
 	})
 }
+
+// TestWorkflowExpressions: ${{ … }} in a run: script is not shell syntax;
+// the script is still checked, and a value from an expression is a variable.
+func TestWorkflowExpressions(t *testing.T) {
+	wf := `on: push
+jobs:
+  release:
+    runs-on: ubuntu-24.04
+    steps:
+      - run: |
+          tag="${TAG#"release/v"}"
+          echo "IMAGE_REF=${{ env.IMAGE_NO_TAG }}:$tag" >> $GITHUB_ENV
+          export tag="${{ matrix.module }}/${REF_NAME}"
+          pip install requests
+`
+	checkCases(t, []tcase{
+		{"expressions in run", ".github/workflows/release.yml", wf, []string{"pip-unpinned@10"}},
+	})
+}

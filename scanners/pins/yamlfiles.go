@@ -2,6 +2,7 @@ package pins
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/mlwarden/mlwarden/scanners"
@@ -163,8 +164,21 @@ func (y *yamlScan) shell(n *yaml.Node) {
 	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
 		first++ // a block scalar starts on the line after its indicator
 	}
-	sc := &shellScan{st: y.st, r: y.r.sub(first, ""), src: []byte(n.Value)}
+	sc := &shellScan{st: y.st, r: y.r.sub(first, ""), src: maskCIExpressions(n.Value)}
 	sc.run()
+}
+
+// ciExpr is a GitHub Actions expression, ${{ … }}, which the runner
+// substitutes before the shell sees the script.
+var ciExpr = regexp.MustCompile(`\$\{\{[^}\n]*\}\}`)
+
+// maskCIExpressions turns each ${{ … }} into a shell parameter expansion of
+// the same length (${GH___}), so that the script parses, offsets and lines
+// stay, and a value that comes from the expression counts as a variable.
+func maskCIExpressions(script string) []byte {
+	return ciExpr.ReplaceAllFunc([]byte(script), func(m []byte) []byte {
+		return []byte("${GH" + strings.Repeat("_", len(m)-5) + "}")
+	})
 }
 
 func (y *yamlScan) finish() {
