@@ -138,8 +138,12 @@ func (sc *shellScan) run() bool {
 	if err != nil {
 		line := 0
 		var pe syntax.ParseError
-		if errors.As(err, &pe) {
+		var le syntax.LangError
+		switch {
+		case errors.As(err, &pe):
 			line = int(pe.Pos.Line())
+		case errors.As(err, &le):
+			line = int(le.Pos.Line())
 		}
 		sc.r.add(ruleUnparsed, line, "", fmt.Sprintf("shell syntax could not be parsed (%v), so the commands in it were not checked for pins; fix the syntax", err))
 		return false

@@ -53,3 +53,12 @@ func TestSbatch(t *testing.T) {
 		{"sbatch by content", "run", "#!/bin/bash\n#SBATCH --container-image=ubuntu:22.04\necho hi\n", []string{"image-not-digest@2"}},
 	})
 }
+
+// TestUnparsedLine: a script the parser refuses is reported at the line it
+// stopped, for bash features it lacks as for syntax errors.
+func TestUnparsedLine(t *testing.T) {
+	checkCases(t, []tcase{
+		{"zsh arithmetic", "t.sh", "#!/bin/bash\necho start\nx=$(( 1.5 * 2 ))\n", []string{"unparsed@3"}},
+		{"syntax error", "t.sh", "#!/bin/bash\nif then\n", []string{"unparsed@2"}},
+	})
+}
