@@ -27,6 +27,7 @@
 package signatures
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/sha256"
@@ -415,6 +416,15 @@ func (s *Scanner) hasher(a *scanners.Artifact) (h *checksums.Hasher, dir string,
 
 func (s *Scanner) scanManifest(ctx context.Context, a *scanners.Artifact, data []byte) ([]scanners.Finding, error) {
 	entries, lineErrs := checksums.Parse(a.Path, data, checksums.AlgorithmFor(a.Path))
+	if len(entries) == 0 {
+		// Named like a manifest (x.sha512) but none of it is one: a
+		// signature or test data, or a manifest beyond repair. Say so once.
+		if len(lineErrs) > 0 {
+			return []scanners.Finding{scanners.At(a, RuleMalformed, lineErrs[0].Line, fmt.Sprintf(
+				"%s is named like a checksum manifest but none of its lines is a checksum entry (line %d: %s), so nothing is verified by it; if it is a manifest, regenerate it with sha256sum", a.Path, lineErrs[0].Line, lineErrs[0].Msg))}, nil
+		}
+		return nil, nil
+	}
 	var out []scanners.Finding
 	for _, le := range lineErrs {
 		out = append(out, scanners.At(a, RuleMalformed, le.Line, fmt.Sprintf(
@@ -616,6 +626,15 @@ const bundleSuffix = ".sigstore.json"
 // scanBlobBundle verifies FILE.sigstore.json against FILE with the
 // authorities of the model policy covering its directory.
 func (s *Scanner) scanBlobBundle(ctx context.Context, a *scanners.Artifact, data []byte) ([]scanners.Finding, error) {
+	if bytes.Contains(data, []byte(`"dsseEnvelope"`)) {
+		// An attestation: its subjects are named inside, not the file beside
+		// it. Judged only when that file exists (a signed statement about it).
+		if h, dir, err := s.hasher(a); err == nil && h != nil {
+			if _, err := h.Root().Stat(path.Join(dir, strings.TrimSuffix(path.Base(a.Path), bundleSuffix))); errors.Is(err, fs.ErrNotExist) {
+				return nil, nil
+			}
+		}
+	}
 	return s.scanSignedFile(ctx, a, bundleSuffix, "Sigstore bundle", func(_ *os.Root, _ string, digest []byte, t blobsig.Trust) error {
 		_, err := blobsig.VerifyBundle(data, digest, t)
 		return err

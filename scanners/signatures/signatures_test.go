@@ -537,3 +537,23 @@ func TestUpstreamModelSignatures(t *testing.T) {
 		})
 	}
 }
+
+// TestNotManifestsNotBlobs: a file named like a manifest that holds none is
+// one finding, not one per line; an attestation bundle with no file beside
+// it (its subjects are inside) is no finding.
+func TestNotManifestsNotBlobs(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{
+		"tests/envelope.sha512":      "{\n  \"payloadType\": \"application/vnd.in-toto+json\",\n  \"signatures\": []\n}\n",
+		"bundles/dsse.sigstore.json": `{"mediaType": "application/vnd.dev.sigstore.bundle+json;version=0.1", "dsseEnvelope": {"payload": "e30=", "payloadType": "application/vnd.in-toto+json", "signatures": []}}`,
+	})
+	s, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := []string{"signatures/manifest-malformed low tests/envelope.sha512"}
+	if got := run(t, s, dir); !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
