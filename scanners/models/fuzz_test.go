@@ -14,8 +14,10 @@ import (
 
 // seed adds every fixture whose name matches one of the suffixes.
 func seed(f *testing.F, suffixes ...string) {
-	for _, dir := range []string{"benign", "malicious", "bypass"} {
-		filepath.Walk(filepath.Join(fixtures, dir), func(p string, info os.FileInfo, err error) error {
+	dirs := []string{filepath.Join(fixtures, "benign"), filepath.Join(fixtures, "malicious"), filepath.Join(fixtures, "bypass"),
+		joblibTestData} // files of old joblib releases, where installed
+	for _, dir := range dirs {
+		filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
 			if err != nil || !info.Mode().IsRegular() || info.Size() > 64<<10 {
 				return nil
 			}
