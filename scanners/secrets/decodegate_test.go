@@ -85,9 +85,13 @@ func TestDecodeGateMatchesGitleaks(t *testing.T) {
 	g := newFake(9)
 	tok := func() string { return "hf_" + g.str(alnum, 34) }
 	encodedLines := []func() string{
-		func() string { return "env: " + base64.StdEncoding.EncodeToString([]byte("export HF_TOKEN="+tok())) + "\n" },
+		func() string {
+			return "env: " + base64.StdEncoding.EncodeToString([]byte("export HF_TOKEN="+tok())) + "\n"
+		},
 		func() string { return "blob = \"" + hex.EncodeToString([]byte("HF_TOKEN="+tok())) + "\"\n" },
-		func() string { return "url = https://example.test/?token=" + url.QueryEscape("HF_TOKEN="+tok()+"&x") + "\n" },
+		func() string {
+			return "url = https://example.test/?token=" + url.QueryEscape("HF_TOKEN="+tok()+"&x") + "\n"
+		},
 		func() string {
 			return "data:\n  token: " + base64.StdEncoding.EncodeToString([]byte(base64.StdEncoding.EncodeToString([]byte("HF_TOKEN="+tok())))) + "\n"
 		},
