@@ -118,15 +118,14 @@ func TestDecodeGateMatchesGitleaks(t *testing.T) {
 	}
 	decodedSeen, gated := 0, 0
 	for i, raw := range fragments {
+		//lint:ignore SA1019 detect.Fragment is what DetectContext, the check's entry point, takes.
 		frag := detect.Fragment{Raw: raw, FilePath: "f.yaml", StartLine: 1}
-		//lint:ignore SA1019 the entry point the check uses.
 		want := key(s.det.DetectContext(context.Background(), frag))
 		det := s.det
 		if !mayDecode(raw) {
 			det = s.plain()
 			gated++
 		}
-		//lint:ignore SA1019 the entry point the check uses.
 		got := key(det.DetectContext(context.Background(), frag))
 		if !slices.Equal(got, want) {
 			t.Errorf("fragment %d: gate picked the %s detector:\ngot  %q\nwant %q", i, map[bool]string{true: "decoding", false: "plain"}[det == s.det], got, want)
