@@ -89,25 +89,39 @@ func (rs *ruleSet) withUserFile(path string) (*ruleSet, error) {
 // process would silently skip validation and targeted allowlists. extend()
 // below merges instead, with gitleaks' merge rules.
 func parseConfig(b []byte) (cfg config.Config, ext config.Extend, err error) {
+	vc, ext, err := readConfig(b)
+	if err != nil {
+		return cfg, ext, err
+	}
+	cfg, err = translateSafely(vc)
+	return cfg, ext, err
+}
+
+// readConfig reads one gitleaks config without compiling it; its [extend]
+// table is returned apart.
+func readConfig(b []byte) (vc config.ViperConfig, ext config.Extend, err error) {
+	v := viper.New()
+	v.SetConfigType("toml")
+	if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
+		return vc, ext, err
+	}
+	if err := v.Unmarshal(&vc); err != nil {
+		return vc, ext, err
+	}
+	ext = vc.Extend
+	vc.Extend = config.Extend{}
+	return vc, ext, nil
+}
+
+// translateSafely is translate with a panic (Translate compiles regexps
+// with MustCompile) turned into an error.
+func translateSafely(vc config.ViperConfig) (cfg config.Config, err error) {
 	defer func() {
-		// Translate compiles user regexps with MustCompile.
 		if p := recover(); p != nil {
 			err = fmt.Errorf("invalid rule: %v", p)
 		}
 	}()
-	v := viper.New()
-	v.SetConfigType("toml")
-	if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
-		return cfg, ext, err
-	}
-	var vc config.ViperConfig
-	if err := v.Unmarshal(&vc); err != nil {
-		return cfg, ext, err
-	}
-	ext = vc.Extend
-	vc.Extend = config.Extend{}
-	cfg, err = translate(vc)
-	return cfg, ext, err
+	return translate(vc)
 }
 
 // translate is vc.Translate() run on slices of the rules at once: compiling

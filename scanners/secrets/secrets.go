@@ -38,10 +38,12 @@ const decodeDepth = 2
 type Scanner struct {
 	configFile string
 	maxBytes   int64
+	wantLazy   bool
 
 	rs    *ruleSet
 	det   *detect.Detector        // with decoding passes
 	plain func() *detect.Detector // without; built on first use (see mayDecode)
+	lazy  *lazyRules              // WithLazyRules: det and plain are nil
 	rules []scanners.Rule
 	byID  map[string]scanners.Rule // by gitleaks rule id
 	// gitleaksID maps the check's rule IDs back to gitleaks rule ids.
@@ -56,6 +58,14 @@ type Option func(*Scanner)
 // [extend] disabledRules turns built-in rules off.
 func WithConfigFile(path string) Option {
 	return func(s *Scanner) { s.configFile = path }
+}
+
+// WithLazyRules compiles, for each input, only the built-in rules that can
+// run on it, instead of all of them up front: for a process that scans one
+// small file (the sbatch hook run per job), not for many. It has no effect
+// with WithConfigFile.
+func WithLazyRules() Option {
+	return func(s *Scanner) { s.wantLazy = true }
 }
 
 // WithMaxBytes sets how much of one artifact is scanned (default
@@ -75,6 +85,17 @@ func New(opts ...Option) (*Scanner, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	if s.wantLazy && s.configFile == "" {
+		l, err := builtinLazy()
+		if err != nil {
+			return nil, err
+		}
+		if l != nil {
+			s.lazy, s.rs = l, l.describing()
+			s.describe()
+			return s, nil
+		}
+	}
 	rs, err := builtin()
 	if err != nil {
 		return nil, err
@@ -87,12 +108,17 @@ func New(opts ...Option) (*Scanner, error) {
 		det, plain = newDetector(rs), plainDetector(rs)
 	}
 	s.rs, s.det, s.plain = rs, det, plain
-	s.rules, s.byID = describe(rs)
+	s.describe()
+	return s, nil
+}
+
+// describe fills the check's rule list and its maps from s.rs.
+func (s *Scanner) describe() {
+	s.rules, s.byID = describe(s.rs)
 	s.gitleaksID = make(map[string]string, len(s.byID))
 	for id, r := range s.byID {
 		s.gitleaksID[r.ID] = id
 	}
-	return s, nil
 }
 
 func newDetector(rs *ruleSet) *detect.Detector {
@@ -246,10 +272,7 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 		frag := text[:fragmentEnd(text)]
 		text = text[len(frag):]
 		raw := string(normalize(frag))
-		det := s.det
-		if len(raw) >= gateMinFragment && !mayDecode(raw) {
-			det = s.plain() // the same findings, without the decoding pass
-		}
+		det := s.detector(raw)
 		//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
 		out = append(out, det.DetectContext(ctx, detect.Fragment{
 			Raw:       raw,
@@ -260,6 +283,25 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 		line += bytes.Count(frag, []byte{'\n'})
 	}
 	return out
+}
+
+// detector picks the detector for one fragment: without the decoding pass
+// when nothing in it can decode (see mayDecode), and with lazy rules only
+// over the rules whose keywords it holds. Each pick finds what the full
+// decoding detector would.
+func (s *Scanner) detector(raw string) *detect.Detector {
+	if s.lazy != nil {
+		if !mayDecode(raw) {
+			if d, err := s.lazy.plainFor(raw); err == nil {
+				return d
+			}
+		}
+		return s.lazy.full()
+	}
+	if len(raw) >= gateMinFragment && !mayDecode(raw) {
+		return s.plain() // the same findings, without the decoding pass
+	}
+	return s.det
 }
 
 // fragmentSize is the text handed to gitleaks' detector at once. gitleaks

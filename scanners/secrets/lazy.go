@@ -1,0 +1,166 @@
+package secrets
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/zricethezav/gitleaks/v8/config"
+	"github.com/zricethezav/gitleaks/v8/detect"
+
+	"github.com/mlwarden/mlwarden/rules"
+)
+
+// Lazy rules.
+//
+// Compiling the ~250 regexps of the built-in rules is most of a one-script
+// run (mlwarden sbatch as a per-job hook: about 60 of its 150 ms on two
+// cores). gitleaks runs a rule only when one of its keywords occurs in the
+// text (or it has none), so for one small input it is enough to compile
+// those rules: the detector then finds exactly what the full one would.
+// The decoding pass breaks that — decoded text may hold other keywords — so
+// an input where a segment may decode (mayDecode) gets the full detector.
+
+// lazyRules holds the built-in rules read but not compiled.
+type lazyRules struct {
+	base, ours config.ViperConfig
+	disabled   []string
+	meta       *rules.Secrets
+	// keywords of each rule id, lower-cased, from both files (extend
+	// merges them); a rule with none runs on every input.
+	keywords map[string][]string
+	ids      []string
+
+	full func() *detect.Detector // every rule, with decoding
+
+	mu    sync.Mutex
+	cache map[string]*detect.Detector // by the ids compiled
+}
+
+// builtinLazy reads the built-in rules once per process.
+var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
+	base, _, err := readConfig([]byte(config.DefaultConfig))
+	if err != nil {
+		return nil, fmt.Errorf("gitleaks default config: %w", err)
+	}
+	meta, err := rules.LoadSecrets(rules.SecretsFS())
+	if err != nil {
+		return nil, err
+	}
+	ours, ext, err := readConfig(meta.TOML)
+	if err != nil {
+		return nil, fmt.Errorf("built-in secrets rules: %w", err)
+	}
+	l := &lazyRules{base: base, ours: ours, disabled: ext.DisabledRules, meta: meta,
+		keywords: map[string][]string{}, cache: map[string]*detect.Detector{}}
+	for _, vc := range []config.ViperConfig{base, ours} {
+		if !lazyCompatible(vc) {
+			return nil, nil // compile everything up front instead
+		}
+		for _, r := range vc.Rules {
+			if _, ok := l.keywords[r.ID]; !ok {
+				l.ids = append(l.ids, r.ID)
+				l.keywords[r.ID] = nil
+			}
+			for _, k := range r.Keywords {
+				l.keywords[r.ID] = append(l.keywords[r.ID], strings.ToLower(k))
+			}
+		}
+	}
+	for _, id := range l.disabled {
+		delete(l.keywords, id)
+	}
+	l.ids = slices.DeleteFunc(l.ids, func(id string) bool { _, ok := l.keywords[id]; return !ok })
+	l.full = sync.OnceValue(func() *detect.Detector {
+		rs, err := builtin()
+		if err != nil {
+			panic(err) // the built-in rules compile: tests cover them
+		}
+		return builtinDetector(rs)
+	})
+	return l, nil
+})
+
+// lazyCompatible reports whether a config can be compiled rule by rule:
+// no composite rules (required) and no allowlists aimed at named rules.
+func lazyCompatible(vc config.ViperConfig) bool {
+	for _, r := range vc.Rules {
+		if len(r.Required) > 0 {
+			return false
+		}
+	}
+	for _, a := range vc.Allowlists {
+		if len(a.TargetRules) > 0 {
+			return false
+		}
+	}
+	//lint:ignore SA1019 gitleaks' default config still uses the [allowlist] table.
+	if a := vc.AllowList; a != nil && len(a.TargetRules) > 0 {
+		return false
+	}
+	return true
+}
+
+// describing returns a rule set that holds the rules' descriptions, for
+// the check's rule list, without compiling any regexp.
+func (l *lazyRules) describing() *ruleSet {
+	cfg := config.Config{Rules: map[string]config.Rule{}}
+	for _, vc := range []config.ViperConfig{l.base, l.ours} {
+		for _, r := range vc.Rules {
+			if _, ok := l.keywords[r.ID]; !ok {
+				continue // disabled
+			}
+			cr := cfg.Rules[r.ID]
+			cr.RuleID = r.ID
+			if r.Description != "" {
+				cr.Description = r.Description
+			}
+			if _, seen := cfg.Rules[r.ID]; !seen {
+				cr.SkipReport = r.SkipReport
+			}
+			cfg.Rules[r.ID] = cr
+		}
+	}
+	return &ruleSet{cfg: cfg, meta: l.meta}
+}
+
+// plainFor returns a detector without decoding over the rules that can run
+// on raw: those with a keyword in it, or with none.
+func (l *lazyRules) plainFor(raw string) (*detect.Detector, error) {
+	lower := strings.ToLower(raw)
+	var ids []string
+	for _, id := range l.ids {
+		kws := l.keywords[id]
+		if len(kws) == 0 || slices.ContainsFunc(kws, func(k string) bool { return strings.Contains(lower, k) }) {
+			ids = append(ids, id)
+		}
+	}
+	key := strings.Join(ids, "\x00")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d := l.cache[key]; d != nil {
+		return d, nil
+	}
+	keep := func(vc config.ViperConfig) config.ViperConfig {
+		out := vc
+		out.Rules = vc.Rules[:0:0] // a new slice of gitleaks' unnamed rule type
+		for _, r := range vc.Rules {
+			if slices.Contains(ids, r.ID) {
+				out.Rules = append(out.Rules, r)
+			}
+		}
+		return out
+	}
+	base, err := translateSafely(keep(l.base))
+	if err != nil {
+		return nil, err
+	}
+	ours, err := translateSafely(keep(l.ours))
+	if err != nil {
+		return nil, err
+	}
+	d := detect.NewDetector(extend(ours, base, l.disabled))
+	l.cache[key] = d
+	return d, nil
+}

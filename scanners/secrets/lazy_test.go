@@ -1,0 +1,57 @@
+package secrets
+
+import (
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// TestLazyRulesSame: compiling per input only the rules whose keywords it
+// holds finds exactly what compiling every rule does — on every rule's
+// positive and negative cases, on code, and on encoded secrets (where the
+// full detector is used) — and lists the same rules.
+func TestLazyRulesSame(t *testing.T) {
+	full := newScanner(t)
+	lazy := newScanner(t, WithLazyRules())
+	if lazy.lazy == nil {
+		t.Fatal("WithLazyRules did not take: the built-in rules were compiled up front")
+	}
+	key := func(r scanners.Rule) string { return fmt.Sprint(r.ID, r.Severity, r.Title, r.Why, r.Fix) }
+	if a, b := full.Rules(), lazy.Rules(); !slices.EqualFunc(a, b, func(x, y scanners.Rule) bool { return key(x) == key(y) }) {
+		t.Errorf("rule lists differ: %d vs %d rules", len(a), len(b))
+	}
+	g := newFake(12)
+	type input struct{ path, text string }
+	var inputs []input
+	for _, c := range ruleCases {
+		pos, _ := c.pos(g)
+		inputs = append(inputs, input{c.path, pos}, input{c.path, c.neg(g)})
+	}
+	inputs = append(inputs,
+		input{"train.py", codeFiller(g, 300)},
+		input{"job.sbatch", "#!/bin/bash\n#SBATCH -N 2\nexport TOKEN=" + base64.StdEncoding.EncodeToString([]byte("HF_TOKEN=hf_"+g.str(alnum, 34))) + "\nsrun python train.py\n"},
+		input{"notes.txt", ""},
+	)
+	show := func(fs []scanners.Finding) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, fmt.Sprintf("%s:%d %s %s", f.RuleID, f.Line, f.Secret, f.Message))
+		}
+		slices.Sort(out)
+		return out
+	}
+	found := 0
+	for _, in := range inputs {
+		want, got := show(scan(t, full, in.path, in.text)), show(scan(t, lazy, in.path, in.text))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s %.60q:\nlazy %q\nfull %q", in.path, in.text, got, want)
+		}
+		found += len(want)
+	}
+	if found < len(ruleCases) {
+		t.Errorf("only %d findings over %d rule cases: the corpus does not exercise the rules", found, len(ruleCases))
+	}
+}
