@@ -20,6 +20,7 @@ import (
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/catalog"
 	"github.com/mlwarden/mlwarden/scanners/policy"
+	"github.com/mlwarden/mlwarden/scanners/secrets"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
 	"github.com/mlwarden/mlwarden/scanners/source"
 )
@@ -156,7 +157,12 @@ func newSbatchChecker(o *sbatchOptions, failOnSet bool) (*sbatchChecker, error) 
 	if len(spank) > 0 {
 		c.popts = append(c.popts, slurm.WithSpankOptions(spank...))
 	}
-	if c.scs, err = catalog.New(catalog.Options{Checks: c.checks, Slurm: []slurm.Option{slurm.WithSpank(spank...)}}); err != nil {
+	copts := catalog.Options{Checks: c.checks, Slurm: []slurm.Option{slurm.WithSpank(spank...)}}
+	if o.serve == "" {
+		// One script per process: compile only the secret rules it can hit.
+		copts.Secrets = append(copts.Secrets, secrets.WithLazyRules())
+	}
+	if c.scs, err = catalog.New(copts); err != nil {
 		return nil, &exitError{code: ExitError, err: err}
 	}
 	c.rules = catalog.RulesOf(c.scs)
