@@ -245,6 +245,11 @@ func runScan(ctx context.Context, a *app, o *scanOptions, failOnSet, checksSet b
 	}
 
 	copts := catalog.Options{Checks: checks, SecretsConfig: o.secretsConfig}
+	if fewSmallFiles(targets) {
+		// A pre-commit hook's few files: compile only the secret rules
+		// they can hit.
+		copts.Secrets = append(copts.Secrets, secrets.WithLazyRules())
+	}
 	switch {
 	case o.hostFile != "":
 		copts.CUDA = append(copts.CUDA, cuda.WithHostFile(o.hostFile))
@@ -392,4 +397,22 @@ func applyGitleaksIgnores(res *scanners.Result, srcs []scanners.Source, scs []sc
 		}
 		secrets.ParseGitleaksIgnore(data).Apply(res, t.Name, sec.GitleaksRuleID)
 	}
+}
+
+// fewSmallFiles reports whether the targets are a handful of small local
+// files (a pre-commit hook's), where compiling every secret rule up front
+// costs more than the scan.
+func fewSmallFiles(targets []string) bool {
+	if len(targets) == 0 || len(targets) > 8 {
+		return false
+	}
+	var total int64
+	for _, t := range targets {
+		fi, err := os.Stat(t)
+		if err != nil || !fi.Mode().IsRegular() {
+			return false // a directory, another scheme, or nothing
+		}
+		total += fi.Size()
+	}
+	return total <= 256<<10
 }
