@@ -140,6 +140,11 @@ func classify(a *scanners.Artifact, head []byte) kind {
 	}
 	base := scanners.Base(a.Path)
 	ext := path.Ext(base)
+	if otherLanguage[ext] {
+		// dockerfile.go, a test whose strings hold "#SBATCH": source code
+		// of another language is never a Dockerfile or a job script.
+		return kindNone
+	}
 	switch {
 	case base == "dockerfile" || base == "containerfile" || ext == ".dockerfile" || ext == ".containerfile" ||
 		strings.HasPrefix(base, "dockerfile.") || strings.HasPrefix(base, "containerfile.") || strings.HasPrefix(base, "dockerfile-"):
@@ -177,6 +182,15 @@ func classify(a *scanners.Artifact, head []byte) kind {
 		return kindShell
 	}
 	return kindNone
+}
+
+// otherLanguage are extensions of source code and documents that the pins
+// check never reads as Dockerfiles, scripts or manifests, whatever their
+// name or first lines look like.
+var otherLanguage = map[string]bool{
+	".go": true, ".rs": true, ".java": true, ".kt": true, ".scala": true, ".c": true, ".cc": true, ".cpp": true,
+	".h": true, ".hpp": true, ".cu": true, ".js": true, ".mjs": true, ".ts": true, ".tsx": true, ".rb": true,
+	".php": true, ".cs": true, ".swift": true, ".lua": true, ".md": true, ".rst": true, ".adoc": true, ".html": true,
 }
 
 func containsFold(b []byte, s string) bool {

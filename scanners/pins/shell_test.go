@@ -62,3 +62,14 @@ func TestUnparsedLine(t *testing.T) {
 		{"syntax error", "t.sh", "#!/bin/bash\nif then\n", []string{"unparsed@2"}},
 	})
 }
+
+// TestOtherLanguages: source code and documents are not read as Dockerfiles
+// or job scripts because of their name or of a string they quote.
+func TestOtherLanguages(t *testing.T) {
+	checkCases(t, []tcase{
+		{"go file named dockerfile", "scanners/pins/dockerfile.go", "package pins\n\n// global settings\nfunc f() {}\n", nil},
+		{"go test quoting a job", "bench_test.go", "package pins\n\nvar job = `#!/bin/bash\n#SBATCH -N 1\npip install torch\n`\n", nil},
+		{"markdown with a job", "README.md", "Submit it:\n\n#SBATCH -N 1\npip install torch\n", nil},
+		{"Dockerfile variant", "Dockerfile.gpu", "FROM registry.example.test/cuda:12.4\n", []string{"image-not-digest@1"}},
+	})
+}
