@@ -54,11 +54,14 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 	}
 	l := &lazyRules{base: base, ours: ours, disabled: ext.DisabledRules, meta: meta,
 		keywords: map[string][]string{}, cache: map[string]*detect.Detector{}}
-	for _, vc := range []config.ViperConfig{base, ours} {
+	for i, vc := range []config.ViperConfig{base, ours} {
 		if !lazyCompatible(vc) {
 			return nil, nil // compile everything up front instead
 		}
 		for _, r := range vc.Rules {
+			if i == 0 && slices.Contains(l.disabled, r.ID) {
+				continue // off in the default rules (ours may redefine it)
+			}
 			if _, ok := l.keywords[r.ID]; !ok {
 				l.ids = append(l.ids, r.ID)
 				l.keywords[r.ID] = nil
@@ -68,10 +71,6 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 			}
 		}
 	}
-	for _, id := range l.disabled {
-		delete(l.keywords, id)
-	}
-	l.ids = slices.DeleteFunc(l.ids, func(id string) bool { _, ok := l.keywords[id]; return !ok })
 	l.full = sync.OnceValue(func() *detect.Detector {
 		rs, err := builtin()
 		if err != nil {
@@ -106,10 +105,10 @@ func lazyCompatible(vc config.ViperConfig) bool {
 // the check's rule list, without compiling any regexp.
 func (l *lazyRules) describing() *ruleSet {
 	cfg := config.Config{Rules: map[string]config.Rule{}}
-	for _, vc := range []config.ViperConfig{l.base, l.ours} {
+	for i, vc := range []config.ViperConfig{l.base, l.ours} {
 		for _, r := range vc.Rules {
-			if _, ok := l.keywords[r.ID]; !ok {
-				continue // disabled
+			if i == 0 && slices.Contains(l.disabled, r.ID) {
+				continue // off in the default rules
 			}
 			cr := cfg.Rules[r.ID]
 			cr.RuleID = r.ID
