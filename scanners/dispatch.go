@@ -15,30 +15,6 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Source turns one target into a stream of artifacts. It knows where each
-// byte came from and nothing about checks.
-type Source interface {
-	// Target describes the target for the report.
-	Target() Target
-	// Walk hands every artifact of the target to sink. It returns an error
-	// when the target as a whole could not be read; a single file that could
-	// not be read goes to sink.Error and the walk goes on.
-	Walk(ctx context.Context, sink Sink) error
-}
-
-// Sink receives a source's artifacts. Its methods are safe to call from
-// several goroutines, so a source may walk in parallel.
-type Sink interface {
-	// Artifact scans one artifact. r is its content, valid until Artifact
-	// returns. When r is also an io.ReaderAt (an *os.File), it is read in place
-	// and only as far as the scanners need; otherwise it is read once and
-	// buffered (in memory, or in an anonymous temporary file when large).
-	// A non-nil error means the walk must stop (the context was cancelled).
-	Artifact(a *Artifact, r io.Reader) error
-	// Error records a file that could not be scanned.
-	Error(e Error)
-}
-
 // Dispatcher walks sources once and feeds each artifact to every scanner that
 // wants it.
 type Dispatcher struct {

@@ -97,6 +97,16 @@ type Artifact struct {
 	// Lines, when non-nil, maps content line i+1 (1-based) to Lines[i], the
 	// line number in the original file. Patch artifacts set it.
 	Lines []int
+	// FS is the target's file system when the target is on the local disk (a
+	// directory, a file's directory, a repository's working tree), rooted at
+	// the target's root so that Path names the artifact inside it. It is an
+	// os.Root's FS: no name, ".." or symlink reaches outside it, and its
+	// files are *os.File (io.ReaderAt). Checks that look at an artifact's
+	// neighbours (a lock file beside pyproject.toml, model.sig beside the
+	// weights) read them through FS, never by reopening Target, which is
+	// only the report's display name. It is nil for images, git history and
+	// streams.
+	FS fs.FS
 }
 
 // OriginalLine maps a 1-based line of the artifact's content to the line in
@@ -106,6 +116,30 @@ func (a *Artifact) OriginalLine(line int) int {
 		return line
 	}
 	return a.Lines[line-1]
+}
+
+// Source turns one target into a stream of artifacts. It knows where each
+// byte came from and nothing about checks.
+type Source interface {
+	// Target describes the target for the report.
+	Target() Target
+	// Walk hands every artifact of the target to sink. It returns an error
+	// when the target as a whole could not be read; a single file that could
+	// not be read goes to sink.Error and the walk goes on.
+	Walk(ctx context.Context, sink Sink) error
+}
+
+// Sink receives a source's artifacts. Its methods are safe to call from
+// several goroutines, so a source may walk in parallel.
+type Sink interface {
+	// Artifact scans one artifact. r is its content, valid until Artifact
+	// returns. When r is also an io.ReaderAt (an *os.File), it is read in place
+	// and only as far as the scanners need; otherwise it is read once and
+	// buffered (in memory, or in an anonymous temporary file when large).
+	// A non-nil error means the walk must stop (the context was cancelled).
+	Artifact(a *Artifact, r io.Reader) error
+	// Error records a file that could not be scanned.
+	Error(e Error)
 }
 
 // Content is an artifact's bytes as a scanner sees them: readable in order or

@@ -33,6 +33,11 @@ type fsSource struct {
 	maxSize int64
 	workers int
 
+	// fsys is the target's root (the directory, or the file's directory)
+	// opened with os.Root, handed to checks as Artifact.FS.
+	rootDir *os.Root
+	fsys    fs.FS
+
 	mu     sync.Mutex
 	broken []string // symlinks to nothing: no content, so not errors
 }
@@ -63,8 +68,21 @@ func OpenFS(path string, o Options) (scanners.Source, error) {
 	default:
 		return nil, fmt.Errorf("open target %s: not a regular file or directory (%s)", path, fi.Mode().Type())
 	}
+	dir := abs
+	if s.single {
+		dir = filepath.Dir(abs)
+	}
+	if s.rootDir, err = os.OpenRoot(dir); err != nil {
+		return nil, fmt.Errorf("open target %s: %w", path, err)
+	}
+	s.fsys = s.rootDir.FS()
 	return s, nil
 }
+
+// Close releases the target's root. Checks may read through Artifact.FS
+// until the run is over (signatures judge a target after its walk), so the
+// pipeline closes sources last.
+func (s *fsSource) Close() error { return s.rootDir.Close() }
 
 func (s *fsSource) Target() scanners.Target {
 	k := scanners.KindDir
@@ -243,6 +261,7 @@ func (s *fsSource) scanFile(ctx context.Context, sink scanners.Sink, j fsJob) {
 		Path:       j.rel,
 		Size:       fi.Size(),
 		Mode:       fi.Mode(),
+		FS:         s.fsys,
 	}
 	if err := sink.Artifact(a, f); err != nil && ctx.Err() == nil {
 		sink.Error(scanners.Error{Target: s.name, Path: j.rel, Message: err.Error()})

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -46,6 +47,18 @@ type gitSource struct {
 
 	mu    sync.Mutex
 	notes []string
+	// root is a local checkout's working tree, handed to checks as
+	// Artifact.FS for the working tree's files (nil for clones).
+	root   *os.Root
+	rootFS fs.FS
+}
+
+// Close releases the working tree's root, once the run is over.
+func (s *gitSource) Close() error {
+	if s.root == nil {
+		return nil
+	}
+	return s.root.Close()
 }
 
 // gitSCPLike matches scp-style remotes such as git@host:org/repo.git.
@@ -217,6 +230,12 @@ func (s *gitSource) walkCheckout(ctx context.Context, sink scanners.Sink, dir st
 	if err != nil {
 		return err
 	}
+	if s.root == nil {
+		if s.root, err = os.OpenRoot(dir); err != nil {
+			return fmt.Errorf("open working tree: %w", err)
+		}
+		s.rootFS = s.root.FS()
+	}
 	for rel := range bytes.SplitSeq(out, []byte{0}) {
 		if len(rel) == 0 {
 			continue
@@ -250,10 +269,12 @@ func (s *gitSource) checkoutFile(sink scanners.Sink, dir, rel string, current *g
 		sink.Error(scanners.Error{Target: s.name, Path: rel, Message: fmt.Sprintf("read: %s", errMsg(err))})
 		return
 	}
-	s.fileArtifact(sink, rel, fi.Mode(), data, current)
+	s.fileArtifact(sink, rel, fi.Mode(), data, current, s.rootFS)
 }
 
-func (s *gitSource) fileArtifact(sink scanners.Sink, rel string, mode os.FileMode, data []byte, current *gitLineSets) {
+// fileArtifact hands over one file of the working tree (or of HEAD's tree,
+// with fsys nil).
+func (s *gitSource) fileArtifact(sink scanners.Sink, rel string, mode os.FileMode, data []byte, current *gitLineSets, fsys fs.FS) {
 	if !scanners.IsBinary(data) {
 		current.add(rel, data)
 	}
@@ -264,6 +285,7 @@ func (s *gitSource) fileArtifact(sink scanners.Sink, rel string, mode os.FileMod
 		Path:       rel,
 		Size:       int64(len(data)),
 		Mode:       mode,
+		FS:         fsys,
 	}
 	if err := sink.Artifact(a, bytes.NewReader(data)); err != nil {
 		sink.Error(scanners.Error{Target: s.name, Path: rel, Message: err.Error()})
@@ -343,7 +365,7 @@ func (s *gitSource) walkTree(ctx context.Context, sink scanners.Sink, dir string
 		if e.mode == "100755" {
 			mode = 0o755
 		}
-		s.fileArtifact(sink, e.path, mode, data[:n], current)
+		s.fileArtifact(sink, e.path, mode, data[:n], current, nil)
 	}
 	io.Copy(io.Discard, r)
 	if err := cmd.Wait(); err != nil && walkErr == nil {
