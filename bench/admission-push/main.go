@@ -34,7 +34,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/mlwarden/mlwarden/scanners/catalog"
-	"github.com/mlwarden/mlwarden/scanners/source"
+	"github.com/mlwarden/mlwarden/scanners/source/image"
 	"github.com/mlwarden/mlwarden/server"
 	"github.com/mlwarden/mlwarden/server/imagescan"
 )
@@ -70,7 +70,7 @@ func run(mb int) error {
 	cfg.Events.Token = token
 	s, err := server.New(
 		server.WithConfig(cfg),
-		server.WithScanner(imagescan.New(checks, imagescan.WithImageOptions(source.ImageOptions{NoCache: true}))),
+		server.WithScanner(imagescan.New(checks, imagescan.WithImageOptions(image.Options{NoCache: true}))),
 		server.WithLogger(slog.New(slog.NewJSONHandler(os.Stderr, nil))),
 	)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/mlwarden/mlwarden/scanners/source"
+	ociimage "github.com/mlwarden/mlwarden/scanners/source/image"
 )
 
 // TestImageTarget builds a real OCI layout with go-containerregistry (CUDA
@@ -60,7 +60,7 @@ func TestImageTarget(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	src, err := source.OpenImage(ctx, "oci", dir, source.ImageOptions{Platform: "linux/amd64"})
+	src, err := ociimage.Open(ctx, "oci", dir, ociimage.Options{Platform: "linux/amd64"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 // Package source turns targets into artifact streams: files and directories,
-// container images, git repositories and scripts read from standard input.
-// A source knows where each byte came from and nothing about checks.
+// git repositories and scripts read from standard input here, container
+// images in the image subpackage; Open parses a target argument and picks
+// the source. A source knows where each byte came from and nothing about
+// checks.
 package source
 
 import (

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/source/image"
 )
 
 // Options configures every kind of source.
@@ -18,7 +19,7 @@ type Options struct {
 	MaxFileSize int64
 	// Workers bounds how many files are read at once (default: the CPUs, at most 8).
 	Workers int
-	Image   ImageOptions
+	Image   image.Options
 	Git     GitOptions
 }
 
@@ -39,7 +40,7 @@ func Open(ctx context.Context, target string, o Options) (scanners.Source, error
 			if rest == "" {
 				return nil, fmt.Errorf("target %q: nothing after %q", target, scheme+":")
 			}
-			return OpenImage(ctx, scheme, rest, o.Image)
+			return image.Open(ctx, scheme, rest, o.Image)
 		case "git":
 			if rest == "" {
 				return nil, fmt.Errorf("target %q: nothing after \"git:\"", target)
@@ -55,7 +56,7 @@ func Open(ctx context.Context, target string, o Options) (scanners.Source, error
 		return nil, fmt.Errorf("open target %s: %w", target, err)
 	}
 	if looksLikeImage(target) {
-		return OpenImage(ctx, "registry", target, o.Image)
+		return image.Open(ctx, "registry", target, o.Image)
 	}
 	return nil, fmt.Errorf("target %s: no such file or directory, and not an image reference (use a path, or one of %s followed by ':')", target, strings.Join(Schemes, ", "))
 }

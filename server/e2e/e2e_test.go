@@ -30,7 +30,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/mlwarden/mlwarden/scanners/catalog"
-	"github.com/mlwarden/mlwarden/scanners/source"
+	"github.com/mlwarden/mlwarden/scanners/source/image"
 	"github.com/mlwarden/mlwarden/server"
 	"github.com/mlwarden/mlwarden/server/imagescan"
 )
@@ -138,7 +138,7 @@ func TestPushThenAdmit(t *testing.T) {
 	cfg.Events.Token = token
 	cfg.NoVerdict = server.Deny // the verdict must come from the push
 	s, err := server.New(server.WithConfig(cfg),
-		server.WithScanner(imagescan.New(checks, imagescan.WithImageOptions(source.ImageOptions{NoCache: true}))),
+		server.WithScanner(imagescan.New(checks, imagescan.WithImageOptions(image.Options{NoCache: true}))),
 		server.WithRulesVersion(server.RulesVersion("e2e", catalog.Names(), catalog.RulesOf(checks))))
 	if err != nil {
 		t.Fatal(err)

@@ -10,14 +10,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/mlwarden/mlwarden/scanners"
-	"github.com/mlwarden/mlwarden/scanners/source"
+	"github.com/mlwarden/mlwarden/scanners/source/image"
 	"github.com/mlwarden/mlwarden/server"
 )
 
 // Scanner scans registry images with a fixed set of checks.
 type Scanner struct {
 	checks []scanners.Scanner
-	image  source.ImageOptions
+	img    image.Options
 	disp   []scanners.Option
 }
 
@@ -26,7 +26,7 @@ type Option func(*Scanner)
 
 // WithImageOptions sets how images are pulled (platform, limits, keychain,
 // layer cache).
-func WithImageOptions(o source.ImageOptions) Option { return func(s *Scanner) { s.image = o } }
+func WithImageOptions(o image.Options) Option { return func(s *Scanner) { s.img = o } }
 
 // WithDispatcherOptions sets the dispatcher's options (workers, memory).
 func WithDispatcherOptions(o ...scanners.Option) Option {
@@ -49,14 +49,14 @@ var _ server.ImageScanner = (*Scanner)(nil)
 // server retries it; files that could not be read stay in the result's
 // errors and make the verdict incomplete.
 func (s *Scanner) ScanImage(ctx context.Context, req server.ScanRequest) (*scanners.Result, error) {
-	o := s.image
+	o := s.img
 	if req.Auth != nil {
 		o.Keychain = fixedKeychain{req.Auth}
 	}
 	if req.Ref.Context().Registry.Scheme() == "http" {
 		o.Insecure = append(append([]string(nil), o.Insecure...), req.Ref.RegistryStr())
 	}
-	src, err := source.OpenImage(ctx, source.SchemeRegistry, req.Ref.String(), o)
+	src, err := image.Open(ctx, image.SchemeRegistry, req.Ref.String(), o)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/mlwarden/mlwarden/scanners/secrets"
 	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"github.com/mlwarden/mlwarden/scanners/source"
+	"github.com/mlwarden/mlwarden/scanners/source/image"
 )
 
 // outputOptions is the flag group for where and how results are written.
@@ -278,7 +279,7 @@ func runScan(ctx context.Context, a *app, o *scanOptions, failOnSet, checksSet b
 		workers = runtime.GOMAXPROCS(0)
 	}
 	sopts := source.Options{MaxFileSize: maxSize, Workers: workers}
-	sopts.Image = source.ImageOptions{Platform: o.platform, Insecure: o.insecure, NoCache: o.noCache, CacheMaxBytes: cacheMax, RulesVersion: rulesVersion(a.build, checks, cfg.Path, o.secretsConfig, o.hostFile, o.inventory)}
+	sopts.Image = image.Options{Platform: o.platform, Insecure: o.insecure, NoCache: o.noCache, CacheMaxBytes: cacheMax, RulesVersion: rulesVersion(a.build, checks, cfg.Path, o.secretsConfig, o.hostFile, o.inventory)}
 	if isTerminal(a.stderr) {
 		sopts.Image.Progress = a.stderr
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/mlwarden/mlwarden/scanners/catalog"
 	"github.com/mlwarden/mlwarden/scanners/signatures"
-	"github.com/mlwarden/mlwarden/scanners/source"
+	"github.com/mlwarden/mlwarden/scanners/source/image"
 	"github.com/mlwarden/mlwarden/server"
 	"github.com/mlwarden/mlwarden/server/imagescan"
 	"github.com/mlwarden/mlwarden/server/verdict"
@@ -96,7 +96,7 @@ func runServe(cmd *cobra.Command, a *app, o *serveOptions) error {
 		return err
 	}
 	rv := server.RulesVersion(a.build.Version, checks, catalog.RulesOf(scs))
-	scanner := imagescan.New(scs, imagescan.WithImageOptions(source.ImageOptions{
+	scanner := imagescan.New(scs, imagescan.WithImageOptions(image.Options{
 		RulesVersion: rv,
 		Insecure:     o.insecureRegs,
 	}))

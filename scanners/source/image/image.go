@@ -1,4 +1,9 @@
-package source
+// Package image is the image source: registry:REF, oci:DIR and
+// docker-archive:FILE targets pulled with go-containerregistry and walked
+// layer by layer, top first, so that whiteouts and deleted files are known
+// (deleted files are still scanned and marked), with a per-layer result
+// cache keyed by the layer's diff ID and the rules version.
+package image
 
 import (
 	"context"
@@ -22,29 +27,29 @@ import (
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
-// Image schemes OpenImage accepts.
+// Image schemes Open accepts.
 const (
 	SchemeRegistry      = "registry"
 	SchemeOCI           = "oci"
 	SchemeDockerArchive = "docker-archive"
 )
 
-// ImageConfigPath is the Path of the artifact that holds an image's raw config
-// JSON (Kind scanners.ArtifactImageConfig). With ImageOptions.Platform "all"
+// ConfigPath is the Path of the artifact that holds an image's raw config
+// JSON (Kind scanners.ArtifactImageConfig). With Options.Platform "all"
 // the platform is added: "/.image-config.json@linux/arm64".
-const ImageConfigPath = "/.image-config.json"
+const ConfigPath = "/.image-config.json"
 
 // PlatformAll scans every image of a multi-platform index.
 const PlatformAll = "all"
 
-// Defaults for ImageOptions' bounds.
+// Defaults for Options' bounds.
 const (
 	DefaultMaxLayerBytes = 16 << 30
 	DefaultMaxEntries    = 1_000_000
 )
 
-// ImageOptions configures the image source (registry:, oci:, docker-archive:).
-type ImageOptions struct {
+// Options configures the image source (registry:, oci:, docker-archive:).
+type Options struct {
 	// Platform selects one image of a multi-platform index: "os/arch[/variant]",
 	// "" for the host's architecture on linux, or "all" to scan every platform.
 	Platform string
@@ -90,7 +95,7 @@ const (
 	DefaultCacheMaxAge   = 30 * 24 * time.Hour
 )
 
-func (o ImageOptions) withDefaults() ImageOptions {
+func (o Options) withDefaults() Options {
 	if o.MaxLayerBytes <= 0 {
 		o.MaxLayerBytes = DefaultMaxLayerBytes
 	}
@@ -112,12 +117,12 @@ func (o ImageOptions) withDefaults() ImageOptions {
 	return o
 }
 
-// OpenImage opens an image target. scheme is "registry", "oci" or
+// Open opens an image target. scheme is "registry", "oci" or
 // "docker-archive"; ref is the reference, the layout directory or the
 // archive file. It checks the reference and that a local path exists; the
 // registry is first contacted by Walk, so that a failure is reported with
 // the target.
-func OpenImage(ctx context.Context, scheme, ref string, o ImageOptions) (scanners.Source, error) {
+func Open(ctx context.Context, scheme, ref string, o Options) (scanners.Source, error) {
 	o = o.withDefaults()
 	s := &imgSource{scheme: scheme, ref: ref, opts: o}
 	// The name is the reference as given; a layout directory or an archive
@@ -185,7 +190,7 @@ func imgParseRef(ref string, insecure []string) (name.Reference, error) {
 type imgSource struct {
 	scheme   string
 	ref      string
-	opts     ImageOptions
+	opts     Options
 	nameRef  name.Reference
 	platform *v1.Platform
 

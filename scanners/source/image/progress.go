@@ -1,4 +1,4 @@
-package source
+package image
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package source
+package image
 
 import (
 	"compress/gzip"
@@ -91,7 +91,7 @@ type imgCache struct {
 }
 
 // newImgCache returns the cache, or nil when it is off.
-func newImgCache(o ImageOptions) *imgCache {
+func newImgCache(o Options) *imgCache {
 	if o.NoCache || o.RulesVersion == "" {
 		return nil
 	}

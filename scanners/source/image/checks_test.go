@@ -1,4 +1,4 @@
-package source_test
+package image_test
 
 import (
 	"context"
@@ -8,20 +8,20 @@ import (
 
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/catalog"
-	"github.com/mlwarden/mlwarden/scanners/source"
+	"github.com/mlwarden/mlwarden/scanners/source/image"
 )
 
 // The fixture image through the real checks: the secret in a deleted file,
 // the ENV token, the pickle in a replaced file and the Jupyter CMD are found,
 // each with its layer and note.
 func TestImageRealChecks(t *testing.T) {
-	img, secret, env := source.ImgTestImage(t, runtime.GOARCH)
-	dir := source.ImgWriteOCI(t, img, nil)
+	img, secret, env := image.ImgTestImage(t, runtime.GOARCH)
+	dir := image.ImgWriteOCI(t, img, nil)
 	scs, err := catalog.New(catalog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := source.OpenImage(context.Background(), source.SchemeOCI, dir, source.ImageOptions{})
+	src, err := image.Open(context.Background(), image.SchemeOCI, dir, image.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,9 +39,9 @@ func TestImageRealChecks(t *testing.T) {
 	}
 	for _, tc := range []struct{ path, rule, msg string }{
 		{"/app/.env", "secrets/", "deleted in layer 2 — still present in the image"},
-		{source.ImageConfigPath, "secrets/", ""},
+		{image.ConfigPath, "secrets/", ""},
 		{"/app/model.pkl", "models/", "replaced in layer 3"},
-		{source.ImageConfigPath, "misconfig/", ""},
+		{image.ConfigPath, "misconfig/", ""},
 	} {
 		if !has(tc.path, tc.rule, tc.msg) {
 			t.Errorf("no %s finding in %s (with %q)", tc.rule, tc.path, tc.msg)
@@ -51,7 +51,7 @@ func TestImageRealChecks(t *testing.T) {
 		if strings.Contains(fd.Message, secret) || strings.Contains(fd.Evidence, secret) || strings.Contains(fd.Message, env) || strings.Contains(fd.Evidence, env) {
 			t.Errorf("a secret's value is shown: %+v", fd)
 		}
-		if fd.Path != source.ImageConfigPath && fd.Layer == "" {
+		if fd.Path != image.ConfigPath && fd.Layer == "" {
 			t.Errorf("finding without a layer: %+v", fd)
 		}
 	}

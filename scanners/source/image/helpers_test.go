@@ -1,4 +1,4 @@
-package source
+package image
 
 import (
 	"archive/tar"
@@ -266,9 +266,9 @@ func (r *imgRecorder) paths() []string {
 }
 
 // imgScan runs the dispatcher with a recorder over one image target.
-func imgScan(t testing.TB, scheme, ref string, o ImageOptions) (*scanners.Result, *imgRecorder) {
+func imgScan(t testing.TB, scheme, ref string, o Options) (*scanners.Result, *imgRecorder) {
 	t.Helper()
-	src, err := OpenImage(context.Background(), scheme, ref, o)
+	src, err := Open(context.Background(), scheme, ref, o)
 	if err != nil {
 		t.Fatal(err)
 	}

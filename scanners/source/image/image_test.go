@@ -1,4 +1,4 @@
-package source
+package image
 
 import (
 	"encoding/json"
@@ -125,7 +125,7 @@ func imgCheckFixture(t *testing.T, f imgTestFixture, res *scanners.Result, rec *
 	}
 
 	// The config is an artifact with the raw JSON.
-	cfg := rec.byPath(ImageConfigPath)
+	cfg := rec.byPath(ConfigPath)
 	if len(cfg) != 1 || cfg[0].a.Kind != scanners.ArtifactImageConfig {
 		t.Fatalf("config artifact: %+v", cfg)
 	}
@@ -140,7 +140,7 @@ func imgCheckFixture(t *testing.T, f imgTestFixture, res *scanners.Result, rec *
 	if !slices.Contains(cf.Config.Env, "HF_TOKEN="+f.env) || cf.Config.Cmd[0] != "jupyter" || len(cf.History) != 5 {
 		t.Errorf("config: %+v", cf.Config)
 	}
-	if fs := imgFindingsAt(res, ImageConfigPath); len(fs) == 0 {
+	if fs := imgFindingsAt(res, ConfigPath); len(fs) == 0 {
 		t.Errorf("no finding for the ENV token:\n%s", imgDump(res))
 	}
 	if tg := res.Targets[0]; tg.Kind != scanners.KindImage || !strings.HasPrefix(tg.Digest, "sha256:") {
@@ -156,7 +156,7 @@ func imgCheckFixture(t *testing.T, f imgTestFixture, res *scanners.Result, rec *
 func TestImageOCI(t *testing.T) {
 	f := imgTestImage(t, runtime.GOARCH)
 	dir := imgWriteOCI(t, f.img, nil)
-	res, rec := imgScan(t, SchemeOCI, dir, ImageOptions{})
+	res, rec := imgScan(t, SchemeOCI, dir, Options{})
 	imgCheckFixture(t, f, res, rec)
 	want, _ := f.img.Digest()
 	if res.Targets[0].Digest != want.String() || res.Targets[0].Name != "oci:"+dir {
@@ -167,7 +167,7 @@ func TestImageOCI(t *testing.T) {
 func TestImageDockerArchive(t *testing.T) {
 	f := imgTestImage(t, runtime.GOARCH)
 	file := imgWriteArchive(t, f.img)
-	res, rec := imgScan(t, SchemeDockerArchive, file, ImageOptions{})
+	res, rec := imgScan(t, SchemeDockerArchive, file, Options{})
 	imgCheckFixture(t, f, res, rec)
 	cfgName, _ := f.img.ConfigName()
 	if res.Targets[0].Digest != cfgName.String() {
@@ -180,7 +180,7 @@ func TestImageRegistry(t *testing.T) {
 	f := imgTestImage(t, runtime.GOARCH)
 	ref := reg + "/mlwarden/fixture:single"
 	imgPush(t, ref, f.img, nil)
-	res, rec := imgScan(t, SchemeRegistry, ref, ImageOptions{})
+	res, rec := imgScan(t, SchemeRegistry, ref, Options{})
 	imgCheckFixture(t, f, res, rec)
 	want, _ := f.img.Digest()
 	if res.Targets[0].Digest != want.String() || res.Targets[0].Name != ref {
@@ -204,12 +204,12 @@ func TestImagePlatforms(t *testing.T) {
 				configs  []string
 				err      string
 			}{
-				{"", []string{ImageConfigPath}, ""},
-				{"linux/arm64", []string{ImageConfigPath}, ""},
-				{"all", []string{ImageConfigPath + "@linux/amd64", ImageConfigPath + "@linux/arm64"}, ""},
+				{"", []string{ConfigPath}, ""},
+				{"linux/arm64", []string{ConfigPath}, ""},
+				{"all", []string{ConfigPath + "@linux/amd64", ConfigPath + "@linux/arm64"}, ""},
 				{"linux/s390x", nil, "no image for platform linux/s390x in the index (it has: linux/amd64, linux/arm64"},
 			} {
-				res, rec := imgScan(t, tg.scheme, tg.ref, ImageOptions{Platform: tc.platform})
+				res, rec := imgScan(t, tg.scheme, tg.ref, Options{Platform: tc.platform})
 				if tc.err != "" {
 					if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, tc.err) {
 						t.Errorf("%s: errors %v", tc.platform, res.Errors)
@@ -229,7 +229,7 @@ func TestImagePlatforms(t *testing.T) {
 					t.Errorf("%s: target %+v", tc.platform, tgt)
 				}
 				if tc.platform == "linux/arm64" {
-					cfg := rec.byPath(ImageConfigPath)
+					cfg := rec.byPath(ConfigPath)
 					if len(cfg) != 1 || !strings.Contains(cfg[0].body, `"architecture":"arm64"`) {
 						t.Errorf("arm64: wrong image picked")
 					}
@@ -255,7 +255,7 @@ func TestImageDockerArchiveSeveral(t *testing.T) {
 	if err := tarball.MultiWriteToFile(file, map[name.Tag]v1.Image{tagA: f.img, tagB: extra}); err != nil {
 		t.Fatal(err)
 	}
-	res, rec := imgScan(t, SchemeDockerArchive, file, ImageOptions{})
+	res, rec := imgScan(t, SchemeDockerArchive, file, Options{})
 	if len(res.Errors) > 0 {
 		t.Fatalf("errors:\n%s", imgDump(res))
 	}
@@ -263,7 +263,7 @@ func TestImageDockerArchiveSeveral(t *testing.T) {
 		t.Errorf("the second image's secret was not found:\n%s", imgDump(res))
 	}
 	for _, tag := range []string{tagA.String(), tagB.String()} {
-		if _, ok := rec.seen[ImageConfigPath+"@"+tag+"@"]; !ok {
+		if _, ok := rec.seen[ConfigPath+"@"+tag+"@"]; !ok {
 			t.Errorf("no config artifact for %s; seen %v", tag, slices.Collect(maps.Keys(rec.seen)))
 		}
 	}
@@ -278,7 +278,7 @@ func TestImageDockerArchiveSeveral(t *testing.T) {
 	if err := tarball.MultiRefWriteToFile(file2, map[name.Reference]v1.Image{tagA: f.img, byDigest: extra}); err != nil {
 		t.Fatal(err)
 	}
-	res, _ = imgScan(t, SchemeDockerArchive, file2, ImageOptions{})
+	res, _ = imgScan(t, SchemeDockerArchive, file2, Options{})
 	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, "untagged") {
 		t.Errorf("errors %+v, want one naming the untagged image", res.Errors)
 	}

@@ -1,4 +1,4 @@
-package source
+package image
 
 import (
 	"compress/gzip"
@@ -14,7 +14,7 @@ import (
 func TestImgCachePrune(t *testing.T) {
 	root := t.TempDir()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	c := newImgCache(ImageOptions{RulesVersion: "v2", CacheDir: root, CacheMaxBytes: 800, CacheMaxAge: 30 * 24 * time.Hour})
+	c := newImgCache(Options{RulesVersion: "v2", CacheDir: root, CacheMaxBytes: 800, CacheMaxAge: 30 * 24 * time.Hour})
 	old := filepath.Join(root, "0123456789abcdef") // an older rules version
 	put := func(dir, name string, size int, age time.Duration) {
 		t.Helper()
@@ -65,7 +65,7 @@ func TestImgCachePrune(t *testing.T) {
 		t.Errorf("not pruned after %v: %q", pruneEvery, got)
 	}
 	// Bounds off: nothing is deleted.
-	off := newImgCache(ImageOptions{RulesVersion: "v2", CacheDir: root, CacheMaxBytes: -1, CacheMaxAge: -1})
+	off := newImgCache(Options{RulesVersion: "v2", CacheDir: root, CacheMaxBytes: -1, CacheMaxAge: -1})
 	put(c.dir, "g.json.gz", 5000, 400*day)
 	off.prune(now.Add(time.Hour))
 	if got := list(); !slices.Contains(got, v+"/g.json.gz") {
@@ -77,7 +77,7 @@ func TestImgCachePrune(t *testing.T) {
 // the size bound evicts what is least recently used, not least recently
 // written.
 func TestImgCacheHitRefreshes(t *testing.T) {
-	c := newImgCache(ImageOptions{RulesVersion: "v1", CacheDir: t.TempDir()})
+	c := newImgCache(Options{RulesVersion: "v1", CacheDir: t.TempDir()})
 	diffID := "sha256:" + strings.Repeat("ab", 32)
 	os.MkdirAll(c.dir, 0o700)
 	f, err := os.Create(c.file(diffID))

@@ -1,4 +1,4 @@
-package source
+package image
 
 import (
 	"bytes"
@@ -68,7 +68,7 @@ func TestImageBrokenLayers(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.break_(t, imgBlobPath(t, dir, f.img, 2), other)
-			res, _ := imgScan(t, SchemeOCI, dir, ImageOptions{})
+			res, _ := imgScan(t, SchemeOCI, dir, Options{})
 			if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, tc.want) || strings.Contains(res.Errors[0].Error(), "\n") {
 				t.Fatalf("errors: %s", imgDump(res))
 			}
@@ -76,7 +76,7 @@ func TestImageBrokenLayers(t *testing.T) {
 				t.Errorf("error does not name image and layer first: %s", res.Errors[0].Error())
 			}
 			// The other layers are still scanned and reported.
-			if len(imgFindingsAt(res, "/app/.env")) != 1 || len(imgFindingsAt(res, ImageConfigPath)) == 0 {
+			if len(imgFindingsAt(res, "/app/.env")) != 1 || len(imgFindingsAt(res, ConfigPath)) == 0 {
 				t.Errorf("findings of the other layers missing:\n%s", imgDump(res))
 			}
 		})
@@ -87,11 +87,11 @@ func TestImageBounds(t *testing.T) {
 	f := imgTestImage(t, runtime.GOARCH)
 	dir := imgWriteOCI(t, f.img, nil)
 	for _, tc := range []struct {
-		o    ImageOptions
+		o    Options
 		want string
 	}{
-		{ImageOptions{MaxEntries: 2}, "more than 2 tar entries"},
-		{ImageOptions{MaxLayerBytes: 1500}, "larger than 1500 bytes decompressed"},
+		{Options{MaxEntries: 2}, "more than 2 tar entries"},
+		{Options{MaxLayerBytes: 1500}, "larger than 1500 bytes decompressed"},
 	} {
 		res, _ := imgScan(t, SchemeOCI, dir, tc.o)
 		if len(res.Errors) == 0 || !strings.Contains(res.Errors[0].Message, tc.want) {
@@ -107,11 +107,11 @@ func TestImageOpenErrors(t *testing.T) {
 		{SchemeDockerArchive, t.TempDir(), "a docker archive is a file"},
 		{"ftp", "x", "unknown image scheme"},
 	} {
-		if _, err := OpenImage(context.Background(), tc.scheme, tc.ref, ImageOptions{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Open(context.Background(), tc.scheme, tc.ref, Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s:%s: %v", tc.scheme, tc.ref, err)
 		}
 	}
-	if _, err := OpenImage(context.Background(), SchemeRegistry, "x", ImageOptions{Platform: "linux/"}); err == nil {
+	if _, err := Open(context.Background(), SchemeRegistry, "x", Options{Platform: "linux/"}); err == nil {
 		t.Error("bad platform accepted")
 	}
 }
@@ -126,7 +126,7 @@ func TestImageRegistryUnauthorized(t *testing.T) {
 	}))
 	defer srv.Close()
 	ref := strings.TrimPrefix(srv.URL, "http://") + "/private/model:1"
-	res, _ := imgScan(t, SchemeRegistry, ref, ImageOptions{})
+	res, _ := imgScan(t, SchemeRegistry, ref, Options{})
 	if len(res.Errors) != 1 || !strings.HasPrefix(res.Errors[0].Error(), ref+": unauthorized at 127.0.0.1:") {
 		t.Errorf("errors: %s", imgDump(res))
 	}
@@ -134,7 +134,7 @@ func TestImageRegistryUnauthorized(t *testing.T) {
 
 func TestImageRegistryNotFound(t *testing.T) {
 	reg := imgRegistry(t)
-	res, _ := imgScan(t, SchemeRegistry, reg+"/mlwarden/absent:nope", ImageOptions{})
+	res, _ := imgScan(t, SchemeRegistry, reg+"/mlwarden/absent:nope", Options{})
 	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, "not found at "+reg) {
 		t.Errorf("errors: %s", imgDump(res))
 	}
@@ -220,10 +220,10 @@ func (s *imgResultTestSink) fingerprints() []string {
 func TestImageCache(t *testing.T) {
 	f := imgTestImage(t, runtime.GOARCH)
 	dir := imgWriteOCI(t, f.img, nil)
-	o := ImageOptions{RulesVersion: "test-1", CacheDir: t.TempDir()}
-	scan := func(dir string, o ImageOptions) *imgResultTestSink {
+	o := Options{RulesVersion: "test-1", CacheDir: t.TempDir()}
+	scan := func(dir string, o Options) *imgResultTestSink {
 		t.Helper()
-		src, err := OpenImage(context.Background(), SchemeOCI, dir, o)
+		src, err := Open(context.Background(), SchemeOCI, dir, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,8 +252,8 @@ func TestImageCache(t *testing.T) {
 		t.Errorf("warm findings differ:\ncold %q\nwarm %q", c, w)
 	}
 	// Another rules version, or NoCache, misses.
-	for _, o2 := range []ImageOptions{{RulesVersion: "test-2", CacheDir: o.CacheDir}, {RulesVersion: "test-1", CacheDir: o.CacheDir, NoCache: true}} {
-		src, _ := OpenImage(context.Background(), SchemeOCI, dir, o2)
+	for _, o2 := range []Options{{RulesVersion: "test-2", CacheDir: o.CacheDir}, {RulesVersion: "test-1", CacheDir: o.CacheDir, NoCache: true}} {
+		src, _ := Open(context.Background(), SchemeOCI, dir, o2)
 		s := &imgResultTestSink{scs: []scanners.Scanner{newImgRecorder()}}
 		src.Walk(context.Background(), s)
 		if s.replayed != 0 || len(s.errs) == 0 {
@@ -269,9 +269,9 @@ func TestImageCacheNotes(t *testing.T) {
 	ls, _ := f.img.Layers()
 	base := imgWriteOCI(t, imgTestImageFrom(t, ls[0]), nil)
 	full := imgWriteOCI(t, f.img, nil)
-	o := ImageOptions{RulesVersion: "test-1", CacheDir: t.TempDir()}
+	o := Options{RulesVersion: "test-1", CacheDir: t.TempDir()}
 	for _, dir := range []string{full, base} {
-		src, _ := OpenImage(context.Background(), SchemeOCI, dir, o)
+		src, _ := Open(context.Background(), SchemeOCI, dir, o)
 		s := &imgResultTestSink{scs: []scanners.Scanner{newImgRecorder()}}
 		if err := src.Walk(context.Background(), s); err != nil {
 			t.Fatal(err)
@@ -330,7 +330,7 @@ func FuzzImageLayer(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s := &imgSource{scheme: SchemeRegistry, opts: ImageOptions{MaxEntries: 1000, MaxLayerBytes: 1 << 20}.withDefaults()}
+		s := &imgSource{scheme: SchemeRegistry, opts: Options{MaxEntries: 1000, MaxLayerBytes: 1 << 20}.withDefaults()}
 		w := &imgWalker{src: s, sink: imgNopSink{}, opts: s.opts}
 		j := &imgLayerJob{layer: imgFuzzLayer{data}, diffID: "sha256:" + strings.Repeat("0", 64), count: 1}
 		r, err := w.open(j)
@@ -363,7 +363,7 @@ func (imgStopSink) Artifact(a *scanners.Artifact, r io.Reader) error {
 func TestImageWalkStops(t *testing.T) {
 	f := imgTestImage(t, runtime.GOARCH)
 	dir := imgWriteOCI(t, f.img, nil)
-	src, err := OpenImage(context.Background(), SchemeOCI, dir, ImageOptions{Concurrency: 1})
+	src, err := Open(context.Background(), SchemeOCI, dir, Options{Concurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

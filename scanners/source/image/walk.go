@@ -1,4 +1,4 @@
-package source
+package image
 
 import (
 	"archive/tar"
@@ -62,7 +62,7 @@ const (
 type imgWalker struct {
 	src      *imgSource
 	sink     scanners.Sink
-	opts     ImageOptions
+	opts     Options
 	cache    *imgCache
 	progress *imgProgress
 }
@@ -115,7 +115,7 @@ func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
 	if err != nil {
 		return fmt.Errorf("parse image config%s: %w", where, err)
 	}
-	cfgPath := ImageConfigPath
+	cfgPath := ConfigPath
 	if pi.all {
 		cfgPath += "@" + pi.platform
 	}
