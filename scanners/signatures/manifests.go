@@ -1,0 +1,91 @@
+package signatures
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/signatures/checksums"
+)
+
+func (s *Scanner) scanManifest(ctx context.Context, a *scanners.Artifact, data []byte) ([]scanners.Finding, error) {
+	entries, lineErrs := checksums.Parse(a.Path, data, checksums.AlgorithmFor(a.Path))
+	if len(entries) == 0 {
+		// Named like a manifest (x.sha512) but none of it is one: a
+		// signature or test data, or a manifest beyond repair. Say so once.
+		if len(lineErrs) > 0 {
+			return []scanners.Finding{scanners.At(a, RuleMalformed, lineErrs[0].Line, fmt.Sprintf(
+				"%s is named like a checksum manifest but none of its lines is a checksum entry (line %d: %s), so nothing is verified by it; if it is a manifest, regenerate it with sha256sum", a.Path, lineErrs[0].Line, lineErrs[0].Msg))}, nil
+		}
+		return nil, nil
+	}
+	var out []scanners.Finding
+	for _, le := range lineErrs {
+		out = append(out, scanners.At(a, RuleMalformed, le.Line, fmt.Sprintf(
+			"checksum manifest %s line %d cannot be read (%s): the file it names is not verified; regenerate the manifest with sha256sum", a.Path, le.Line, le.Msg)))
+	}
+	h, dir, err := s.hasher(a)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		if len(entries) > 0 {
+			out = append(out, scanners.At(a, RuleUnverified, 0, fmt.Sprintf(
+				"checksum manifest %s (%d entries) was not verified: it lives inside an image or git history, where mlwarden does not follow manifests; run mlwarden verify checksums on the extracted files", a.Path, len(entries))))
+		}
+		return out, nil
+	}
+	// Large files are never in the dispatcher's memory: start hashing them
+	// now, while the walk goes on; small ones are hashed as they are handed.
+	for _, e := range entries {
+		if p, err := checksums.SafeJoin(dir, e.Name); err == nil {
+			h.Prefetch(ctx, p, e.Algorithm, scanners.SmallFile)
+		}
+	}
+	b := *a
+	later, err := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
+		var out []scanners.Finding
+		for _, r := range h.Verify(ctx, dir, entries) {
+			out = append(out, manifestFinding(&b, r)...)
+		}
+		return out, ctx.Err()
+	})
+	return append(out, later...), err
+}
+
+func manifestFinding(a *scanners.Artifact, r checksums.Result) []scanners.Finding {
+	where := fmt.Sprintf("%s (line %d of %s)", r.Name, r.Line, a.Path)
+	switch r.Status {
+	case checksums.OK:
+		return nil
+	case checksums.Mismatch:
+		return []scanners.Finding{scanners.At(a, RuleChecksum, r.Line, fmt.Sprintf(
+			"%s: %s; the file is corrupted or was changed after the manifest was written; download it again and do not load it until it matches", where, r.Reason))}
+	case checksums.Missing:
+		return []scanners.Finding{scanners.At(a, RuleMissing, r.Line, fmt.Sprintf(
+			"%s is listed in the manifest but missing; the release is incomplete; fetch the file and verify again", where))}
+	case checksums.Rejected:
+		return []scanners.Finding{scanners.At(a, RuleUnsafePath, r.Line, fmt.Sprintf(
+			"%s was not read: %s; a manifest may only name files beside or below it, so this entry vouches for nothing (sha256sum -c would follow it)", where, r.Reason))}
+	}
+	return []scanners.Finding{scanners.At(a, RuleUnverified, r.Line, fmt.Sprintf("%s could not be read to verify it: %s", where, r.Reason))}
+}
+
+// lfsPointer reports a small file that is a git-LFS pointer: the content it
+// stands for was never fetched.
+func lfsPointer(a *scanners.Artifact, c scanners.Content) (scanners.Finding, bool, error) {
+	if a.Size >= checksums.LFSPointerMax {
+		return scanners.Finding{}, false, nil
+	}
+	data, _, err := scanners.ReadAll(c, checksums.LFSPointerMax)
+	if err != nil {
+		return scanners.Finding{}, false, err
+	}
+	p, ok := checksums.ParseLFSPointer(data)
+	if !ok {
+		return scanners.Finding{}, false, nil
+	}
+	return scanners.At(a, RuleLFSPointer, 0, fmt.Sprintf(
+		"%s is a git-LFS pointer, not the file: the content (sha256 %s, %d bytes) was never fetched; run git lfs pull or download it, then verify it against that digest",
+		a.Path, p.OID, p.Size)), true, nil
+}

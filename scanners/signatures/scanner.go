@@ -1,0 +1,333 @@
+package signatures
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/signatures/checksums"
+	"github.com/mlwarden/mlwarden/scanners/signatures/imagesig"
+	"github.com/mlwarden/mlwarden/scanners/signatures/modelsig"
+)
+
+// Scanner is the signatures check. It is safe for concurrent use.
+type Scanner struct {
+	policy   Policy
+	lp       *loadedPolicy
+	remote   []remote.Option
+	nameOpts []name.Option
+	verify   func(ctx context.Context, ref string, o imagesig.Options) (*imagesig.Result, error)
+
+	mu      sync.Mutex
+	roots   map[string]*checksums.Hasher // by target root
+	done    map[string]bool              // once-per-run checks (unsigned dirs, images)
+	pending map[string][]judgement       // by target name, until FinishTarget
+	closed  bool
+}
+
+// judgement verifies one manifest or signature once its target is walked.
+type judgement func(ctx context.Context) ([]scanners.Finding, error)
+
+// Option configures a Scanner.
+type Option func(*Scanner) error
+
+// WithPolicy sets which images and models must be signed, and by whom. Its
+// key, certificate and trusted-root files are read by New.
+func WithPolicy(p Policy) Option {
+	return func(s *Scanner) error { s.policy = p; return nil }
+}
+
+// WithRegistryOptions sets the registry client options used to fetch image
+// signatures (auth, transport).
+func WithRegistryOptions(o ...remote.Option) Option {
+	return func(s *Scanner) error { s.remote = append(s.remote, o...); return nil }
+}
+
+// WithNameOptions sets how image references are parsed (name.Insecure for
+// plain-HTTP registries).
+func WithNameOptions(o ...name.Option) Option {
+	return func(s *Scanner) error { s.nameOpts = append(s.nameOpts, o...); return nil }
+}
+
+// New returns the signatures check.
+func New(opts ...Option) (*Scanner, error) {
+	s := &Scanner{roots: map[string]*checksums.Hasher{}, done: map[string]bool{}, pending: map[string][]judgement{}, verify: imagesig.Verify}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	lp, err := s.policy.load()
+	if err != nil {
+		return nil, fmt.Errorf("signatures policy: %w", err)
+	}
+	s.lp = lp
+	return s, nil
+}
+
+// Close releases the directories the scanner opened.
+func (s *Scanner) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.roots {
+		h.Root().Close()
+	}
+	s.roots, s.closed = map[string]*checksums.Hasher{}, true
+	return nil
+}
+
+// Check returns "signatures".
+func (s *Scanner) Check() string { return scanners.CheckSignatures }
+
+// maxManifest bounds a manifest or signature read into memory.
+const maxManifest = 64 << 20
+
+// modelExts are file extensions of model weights.
+var modelExts = []string{".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ggml", ".onnx", ".h5", ".ckpt",
+	".pkl", ".pickle", ".joblib", ".msgpack", ".tflite", ".keras", ".npz", ".mlmodel", ".nemo", ".engine", ".plan"}
+
+func isModelFile(p string) bool {
+	ext := strings.ToLower(path.Ext(p))
+	return slices.Contains(modelExts, ext)
+}
+
+func (s *Scanner) sigNames(dir string) []string {
+	names := []string{modelsig.DefaultSignatureName}
+	if mp := s.lp.model(dir); mp != nil && mp.Signature != "" {
+		names = append(names, mp.Signature)
+	}
+	return names
+}
+
+// Wants picks manifests, model signatures, blob signatures (FILE.sigstore.json,
+// FILE.sig), image configs (when the policy names images), possible LFS
+// pointers and model files (for the unsigned check; their content is not
+// read).
+func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
+	switch a.Kind {
+	case scanners.ArtifactImageConfig:
+		return len(s.lp.images) > 0 && a.TargetKind == scanners.KindImage
+	case scanners.ArtifactFile:
+	default:
+		return false
+	}
+	base := path.Base(a.Path)
+	switch {
+	case checksums.IsManifestName(base) && a.Size <= maxManifest:
+		return true
+	case slices.Contains(s.sigNames(path.Dir(a.Path)), base) && a.Size <= maxManifest:
+		return true
+	case strings.HasSuffix(base, bundleSuffix) && len(base) > len(bundleSuffix) && a.Size <= maxManifest &&
+		(a.TargetKind == scanners.KindDir || a.TargetKind == scanners.KindFile):
+		return true
+	case strings.HasSuffix(base, detachedSuffix) && len(base) > len(detachedSuffix) && a.Size <= maxDetached && local(a):
+		return true
+	case a.Size < checksums.LFSPointerMax && strings.HasPrefix(string(head), "version ") && a.TargetKind != scanners.KindRepo:
+		return true
+	case local(a) && isModelFile(base):
+		return true
+	}
+	return false
+}
+
+// Rides asks for the small files of directory and file targets that other
+// checks scan: their digest is taken from the dispatcher's one read, in case
+// a manifest names them. Files nobody else reads are hashed only when named.
+func (s *Scanner) Rides(a *scanners.Artifact, head []byte) bool {
+	return local(a) && a.Size <= scanners.SmallFile
+}
+
+// local reports whether a is a file of a target on the local file system,
+// whose other files the check can read through a root.
+func local(a *scanners.Artifact) bool {
+	return a.Kind == scanners.ArtifactFile && (a.TargetKind == scanners.KindDir || a.TargetKind == scanners.KindFile)
+}
+
+// seed hashes a small file of a local target from the content the
+// dispatcher holds in memory, so a manifest naming it costs no second read.
+func (s *Scanner) seed(a *scanners.Artifact, c scanners.Content) error {
+	if !local(a) || a.Size > scanners.SmallFile || c.Size() > scanners.SmallFile {
+		return nil
+	}
+	h, _, err := s.hasher(a)
+	if err != nil || h == nil {
+		return err
+	}
+	d := sha256.New()
+	n, err := io.Copy(d, io.NewSectionReader(c, 0, c.Size()))
+	if err != nil {
+		return fmt.Errorf("hash %s: %w", a.Path, err)
+	}
+	h.Seed(a.Path, "sha256", hex.EncodeToString(d.Sum(nil)), n)
+	return nil
+}
+
+// later runs j when a's target has been walked, if the target is local;
+// otherwise at once (manifests inside images and git history are reported
+// as unverified without reading other files).
+func (s *Scanner) later(ctx context.Context, a *scanners.Artifact, j judgement) ([]scanners.Finding, error) {
+	if !local(a) {
+		return j(ctx)
+	}
+	s.mu.Lock()
+	s.pending[a.Target] = append(s.pending[a.Target], j)
+	s.mu.Unlock()
+	return nil, nil
+}
+
+// FinishTarget verifies the manifests and signatures of target t, now that
+// the dispatcher has handed over (and this check has hashed) its small
+// files. Large files they name are hashed in parallel, each once.
+func (s *Scanner) FinishTarget(ctx context.Context, t scanners.Target) ([]scanners.Finding, error) {
+	s.mu.Lock()
+	js := s.pending[t.Name]
+	delete(s.pending, t.Name)
+	s.mu.Unlock()
+	var (
+		mu  sync.Mutex
+		out []scanners.Finding
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for _, j := range js {
+		g.Go(func() error {
+			fs, err := j(gctx)
+			mu.Lock()
+			out = append(out, fs...)
+			mu.Unlock()
+			return err
+		})
+	}
+	return out, g.Wait()
+}
+
+// Scan verifies one artifact.
+func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	if a.Kind == scanners.ArtifactImageConfig {
+		return s.scanImage(ctx, a)
+	}
+	if err := s.seed(a, c); err != nil {
+		return nil, err
+	}
+	base := path.Base(a.Path)
+	var out []scanners.Finding
+	lfs, isPointer, err := lfsPointer(a, c)
+	if err != nil {
+		return nil, err
+	}
+	if isPointer {
+		out = append(out, lfs)
+		if isModelFile(base) {
+			out = append(out, s.scanUnsigned(a)...)
+		}
+		return out, nil
+	}
+	switch {
+	case checksums.IsManifestName(base):
+		data, _, err := scanners.ReadAll(c, maxManifest)
+		if err != nil {
+			return nil, err
+		}
+		found, err := s.scanManifest(ctx, a, data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, found...)
+	case slices.Contains(s.sigNames(path.Dir(a.Path)), base):
+		data, _, err := scanners.ReadAll(c, maxManifest)
+		if err != nil {
+			return nil, err
+		}
+		s.prefetchModel(ctx, a, data)
+		b := *a
+		found, _ := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
+			return s.scanModelSig(ctx, &b, data), nil
+		})
+		out = append(out, found...)
+	case strings.HasSuffix(base, bundleSuffix):
+		data, _, err := scanners.ReadAll(c, maxManifest)
+		if err != nil {
+			return nil, err
+		}
+		s.prefetchSigned(ctx, a, bundleSuffix)
+		b := *a
+		found, err := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
+			return s.scanBlobBundle(ctx, &b, data)
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, found...)
+	case strings.HasSuffix(base, detachedSuffix) && local(a):
+		data, _, err := scanners.ReadAll(c, maxDetached)
+		if err != nil {
+			return nil, err
+		}
+		sig, ok := detachedSignature(data)
+		if !ok {
+			break // an OpenPGP or other binary signature: not cosign's
+		}
+		s.prefetchSigned(ctx, a, detachedSuffix)
+		b := *a
+		found, err := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
+			return s.scanDetached(ctx, &b, sig)
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, found...)
+	}
+	if isModelFile(base) {
+		out = append(out, s.scanUnsigned(a)...)
+	}
+	return out, nil
+}
+
+// hasher returns the memoizing hasher over the target's root, and the
+// artifact's directory inside it. ok is false when the target is not on
+// the local file system.
+func (s *Scanner) hasher(a *scanners.Artifact) (h *checksums.Hasher, dir string, err error) {
+	var rootDir string
+	switch a.TargetKind {
+	case scanners.KindDir:
+		rootDir, dir = a.Target, path.Dir(a.Path)
+	case scanners.KindFile:
+		rootDir, dir = filepath.Dir(a.Target), "."
+	default:
+		return nil, "", nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h := s.roots[rootDir]; h != nil {
+		return h, dir, nil
+	}
+	r, err := os.OpenRoot(rootDir)
+	if err != nil {
+		return nil, "", fmt.Errorf("open target root: %w", err)
+	}
+	h = checksums.NewHasher(r)
+	s.roots[rootDir] = h
+	return h, dir, nil
+}
+
+// fileFinding locates a finding at another file of the same target.
+func (s *Scanner) fileFinding(a *scanners.Artifact, r scanners.Rule, p, msg string) scanners.Finding {
+	b := *a
+	b.Path, b.Lines = p, nil
+	return scanners.At(&b, r, 0, msg)
+}
