@@ -7,13 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"path"
 	"strings"
 
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/signatures/blobsig"
+	"github.com/mlwarden/mlwarden/scanners/signatures/checksums"
 	"github.com/mlwarden/mlwarden/scanners/signatures/trust"
 )
 
@@ -28,12 +29,12 @@ func (s *Scanner) scanBlobBundle(ctx context.Context, a *scanners.Artifact, data
 		// An attestation: its subjects are named inside, not the file beside
 		// it. Judged only when that file exists (a signed statement about it).
 		if h, dir, err := s.hasher(a); err == nil && h != nil {
-			if _, err := h.Root().Stat(path.Join(dir, strings.TrimSuffix(path.Base(a.Path), bundleSuffix))); errors.Is(err, fs.ErrNotExist) {
+			if _, err := h.Stat(path.Join(dir, strings.TrimSuffix(path.Base(a.Path), bundleSuffix))); errors.Is(err, fs.ErrNotExist) {
 				return nil, nil
 			}
 		}
 	}
-	return s.scanSignedFile(ctx, a, bundleSuffix, "Sigstore bundle", func(_ *os.Root, _ string, digest []byte, t blobsig.Trust) error {
+	return s.scanSignedFile(ctx, a, bundleSuffix, "Sigstore bundle", func(_ *checksums.Hasher, _ string, digest []byte, t blobsig.Trust) error {
 		_, err := blobsig.VerifyBundle(data, digest, t)
 		return err
 	})
@@ -43,7 +44,7 @@ func (s *Scanner) scanBlobBundle(ctx context.Context, a *scanners.Artifact, data
 // kind), against FILE beside it with the model policy of its directory.
 // verify checks the signature over FILE's sha256 with one authority.
 func (s *Scanner) scanSignedFile(ctx context.Context, a *scanners.Artifact, suffix, what string,
-	verify func(r *os.Root, file string, digest []byte, t blobsig.Trust) error) ([]scanners.Finding, error) {
+	verify func(h *checksums.Hasher, file string, digest []byte, t blobsig.Trust) error) ([]scanners.Finding, error) {
 	h, dir, err := s.hasher(a)
 	if err != nil {
 		return nil, err
@@ -68,7 +69,7 @@ func (s *Scanner) scanSignedFile(ctx context.Context, a *scanners.Artifact, suff
 			"%s %s for %s is present but no trusted signer is configured for %s; add one under signatures.models in .mlwarden.yaml", what, a.Path, file, dir))}, nil
 	}
 	digest, _ := hex.DecodeString(hx)
-	return blobFindings(a, file, mp, func(t blobsig.Trust) error { return verify(h.Root(), file, digest, t) }), nil
+	return blobFindings(a, file, mp, func(t blobsig.Trust) error { return verify(h, file, digest, t) }), nil
 }
 
 // prefetchSigned starts hashing the file that a signature beside it
@@ -104,10 +105,10 @@ func detachedSignature(data []byte) ([]byte, bool) {
 // scanDetached verifies FILE.sig (and FILE.pem when present) against FILE
 // with the key authorities of the model policy covering its directory.
 func (s *Scanner) scanDetached(ctx context.Context, a *scanners.Artifact, sig []byte) ([]scanners.Finding, error) {
-	return s.scanSignedFile(ctx, a, detachedSuffix, "detached signature", func(r *os.Root, file string, digest []byte, t blobsig.Trust) error {
+	return s.scanSignedFile(ctx, a, detachedSuffix, "detached signature", func(h *checksums.Hasher, file string, digest []byte, t blobsig.Trust) error {
 		var cert []byte
-		if fi, err := r.Stat(file + ".pem"); err == nil && fi.Mode().IsRegular() && fi.Size() <= maxDetached {
-			cert, _ = r.ReadFile(file + ".pem")
+		if fi, err := h.Stat(file + ".pem"); err == nil && fi.Mode().IsRegular() && fi.Size() <= maxDetached {
+			cert, _ = readFile(h, file+".pem", maxDetached)
 		}
 		_, err := blobsig.VerifyDetached(sig, cert, digest, t)
 		return err
@@ -150,4 +151,19 @@ func blobFindings(a *scanners.Artifact, file string, mp *loadedModel, verify fun
 	}
 	return []scanners.Finding{scanners.At(a, rule, 0, fmt.Sprintf(
 		"%s does not verify %s against the policy (%v); do not use the file until it is re-fetched or re-signed by a trusted signer", a.Path, file, verr))}
+}
+
+// readFile reads at most limit bytes of the file p through h, which refuses
+// a symlink out of the target.
+func readFile(h *checksums.Hasher, p string, limit int64) ([]byte, error) {
+	f, err := h.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	return data, nil
 }

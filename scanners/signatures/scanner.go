@@ -34,6 +34,7 @@ type Scanner struct {
 	verify   func(ctx context.Context, ref string, o imagesig.Options) (*imagesig.Result, error)
 
 	mu      sync.Mutex
+	opened  []*os.Root
 	roots   map[string]*checksums.Hasher // by target root
 	done    map[string]bool              // once-per-run checks (unsigned dirs, images)
 	pending map[string][]judgement       // by target name, until FinishTarget
@@ -84,9 +85,10 @@ func New(opts ...Option) (*Scanner, error) {
 func (s *Scanner) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, h := range s.roots {
-		h.Root().Close()
+	for _, r := range s.opened {
+		r.Close()
 	}
+	s.opened = nil
 	s.roots, s.closed = map[string]*checksums.Hasher{}, true
 	return nil
 }
@@ -320,8 +322,9 @@ func (s *Scanner) hasher(a *scanners.Artifact) (h *checksums.Hasher, dir string,
 	if err != nil {
 		return nil, "", fmt.Errorf("open target root: %w", err)
 	}
-	h = checksums.NewHasher(r)
+	h = checksums.NewHasher(r.FS())
 	s.roots[rootDir] = h
+	s.opened = append(s.opened, r)
 	return h, dir, nil
 }
 

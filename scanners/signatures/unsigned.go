@@ -2,7 +2,7 @@ package signatures
 
 import (
 	"fmt"
-	"os"
+	"io/fs"
 	"path"
 	"slices"
 	"strings"
@@ -26,7 +26,7 @@ func (s *Scanner) scanUnsigned(a *scanners.Artifact) []scanners.Finding {
 	if seen {
 		return nil
 	}
-	entries, err := fsReadDir(h.Root(), dir)
+	entries, err := fs.ReadDir(h.FS(), dir)
 	if err != nil {
 		return nil
 	}
@@ -40,7 +40,7 @@ func (s *Scanner) scanUnsigned(a *scanners.Artifact) []scanners.Finding {
 	for d := dir; d != "." && d != "/"; {
 		d = path.Dir(d)
 		for _, n := range s.sigNames(d) {
-			if _, err := h.Root().Stat(path.Join(d, n)); err == nil {
+			if _, err := h.Stat(path.Join(d, n)); err == nil {
 				return nil
 			}
 		}
@@ -56,13 +56,4 @@ func (s *Scanner) scanUnsigned(a *scanners.Artifact) []scanners.Finding {
 		"model directory %s (e.g. %s) has no model signature (model.sig) and no checksum manifest; %s; sign it with model_signing or publish a SHA256SUMS, and verify it before loading", dir, path.Base(a.Path), what))
 	f.Severity = sev
 	return []scanners.Finding{f}
-}
-
-func fsReadDir(r *os.Root, dir string) ([]os.DirEntry, error) {
-	f, err := r.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.ReadDir(-1)
 }

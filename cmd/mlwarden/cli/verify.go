@@ -233,7 +233,7 @@ func runVerifyChecksums(ctx context.Context, rep *verifyReport, target string, m
 		return err
 	}
 	defer r.Close()
-	h := checksums.NewHasher(r)
+	h := checksums.NewHasher(r.FS())
 	if expect != "" {
 		algo, hx, err := checksums.ParseDigest(expect)
 		if err != nil {
@@ -345,7 +345,7 @@ func addChecksumProblems(rep *verifyReport, h *checksums.Hasher, res []checksums
 		}
 		reason := x.Reason
 		if x.Status == checksums.Mismatch && x.Size < checksums.LFSPointerMax {
-			if f, err := h.Root().Open(x.Path); err == nil {
+			if f, err := h.Open(x.Path); err == nil {
 				data, _ := io.ReadAll(io.LimitReader(f, checksums.LFSPointerMax))
 				f.Close()
 				if p, ok := checksums.ParseLFSPointer(data); ok {
@@ -496,7 +496,7 @@ func runVerifyModel(ctx context.Context, rep *verifyReport, target, sigPath stri
 		return err
 	}
 	defer r.Close()
-	res, err := modelsig.Verify(ctx, checksums.NewHasher(r), model, data, t, o)
+	res, err := modelsig.Verify(ctx, checksums.NewHasher(r.FS()), model, data, t, o)
 	if err != nil {
 		return err
 	}

@@ -2,11 +2,13 @@ package checksums
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
@@ -56,14 +58,14 @@ func TestVerifyAgainstSha256sum(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer root.Close()
-			for _, r := range NewHasher(root).Verify(context.Background(), ".", entries) {
+			for _, r := range NewHasher(root.FS()).Verify(context.Background(), ".", entries) {
 				if r.Status != OK {
 					t.Errorf("%q: %s %s", r.Name, r.Status, r.Reason)
 				}
 			}
 			// Tamper with one file: only it fails.
 			writeFiles(t, dir, map[string]string{"sub/b.bin": "bravO"})
-			for _, r := range NewHasher(root).Verify(context.Background(), ".", entries) {
+			for _, r := range NewHasher(root.FS()).Verify(context.Background(), ".", entries) {
 				if want := map[bool]Status{true: Mismatch, false: OK}[r.Name == "sub/b.bin"]; r.Status != want {
 					t.Errorf("after tamper %q: %s, want %s", r.Name, r.Status, want)
 				}
@@ -90,7 +92,7 @@ func TestVerifyConfined(t *testing.T) {
 	_ = sum
 	root, _ := os.OpenRoot(dir)
 	defer root.Close()
-	h := NewHasher(root)
+	h := NewHasher(root.FS())
 	d, _, err := h.Sum(context.Background(), "in/ok", "sha256")
 	if err != nil {
 		t.Fatal(err)
@@ -197,4 +199,89 @@ func FuzzParse(f *testing.F) {
 		}
 		ParseLFSPointer(data)
 	})
+}
+
+// TestVerifyConfinedAnyFS: the Hasher refuses symlinks out of the root
+// itself, also through a file system that would follow them (os.DirFS)
+// and one that is not on disk (fstest.MapFS), and reads none of them.
+func TestVerifyConfinedAnyFS(t *testing.T) {
+	outside := t.TempDir()
+	writeFiles(t, outside, map[string]string{"secret": "s"})
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"in/ok": "ok", "in/sub/x": "x"})
+	for name, target := range map[string]string{
+		"in/abs":     filepath.Join(outside, "secret"),
+		"in/up":      "../../" + filepath.Base(outside) + "/secret",
+		"in/subup":   "sub/../../..",
+		"in/link-in": "sub/x",
+		"in/dirlink": "sub",
+		"in/hop":     "dirlink/../../in/ok",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sha := func(s string) string {
+		h, _ := NewHash("sha256")
+		h.Write([]byte(s))
+		return hexString(h.Sum(nil))
+	}
+	tests := []struct {
+		name, body string
+		want       Status
+	}{
+		{"ok", "ok", OK},
+		{"abs", "s", Rejected},
+		{"up", "s", Rejected},
+		{"subup/x", "", Rejected},
+		{"link-in", "x", OK},
+		{"dirlink/x", "x", OK},
+		{"hop", "ok", OK},
+	}
+	var es []Entry
+	for _, tt := range tests {
+		es = append(es, Entry{Name: tt.name, Algorithm: "sha256", Digest: sha(tt.body)})
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for name, fsys := range map[string]fs.FS{"os.Root": root.FS(), "os.DirFS": os.DirFS(dir)} {
+		t.Run(name, func(t *testing.T) {
+			h := NewHasher(fsys)
+			for i, r := range h.Verify(context.Background(), "in", es) {
+				if r.Status != tests[i].want {
+					t.Errorf("%q: %s (%s), want %s", r.Name, r.Status, r.Reason, tests[i].want)
+				}
+			}
+			if n, want := h.BytesRead(), int64(len("ok")+len("x")+len("x")+len("ok")); n != want {
+				t.Errorf("read %d bytes, want %d: nothing outside the root", n, want)
+			}
+			if _, err := h.Open("in/up"); err == nil || !strings.Contains(err.Error(), "escapes") {
+				t.Errorf("Open(in/up) = %v, want an escape", err)
+			}
+		})
+	}
+	m := fstest.MapFS{
+		"w/a.bin":  {Data: []byte("ok")},
+		"w/link":   {Data: []byte("a.bin"), Mode: fs.ModeSymlink},
+		"w/escape": {Data: []byte("../../etc/passwd"), Mode: fs.ModeSymlink},
+	}
+	res := NewHasher(m).Verify(context.Background(), "w", []Entry{
+		{Name: "link", Algorithm: "sha256", Digest: sha("ok")},
+		{Name: "escape", Algorithm: "sha256", Digest: sha("ok")},
+	})
+	if res[0].Status != OK || res[1].Status != Rejected {
+		t.Errorf("MapFS: %+v", res)
+	}
+}
+
+func hexString(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
 }

@@ -1,6 +1,7 @@
 // Package checksums reads checksum manifests (GNU and BSD sha256sum/sha512sum
 // output, *.sha256 sidecars) and git-LFS pointer files, and verifies them
-// against files read only through an *os.Root, hashing in parallel.
+// against files read only through an fs.FS (an os.Root's), never following a
+// name out of it, hashing in parallel.
 //
 // It is written by hand because no Go library parses coreutils' manifest
 // format with its escaping rules, and verifying must never follow a name out

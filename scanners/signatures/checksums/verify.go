@@ -11,8 +11,8 @@ import (
 	"hash"
 	"io"
 	"io/fs"
-	"os"
 	"path"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -93,11 +93,16 @@ func SafeJoin(dir, name string) (string, error) {
 	return p, nil
 }
 
-// Hasher hashes files under one root, each file and algorithm at most once,
-// so a file named by several manifests (SHA256SUMS and model.sig) is read
-// once. It is safe for concurrent use.
+// Hasher hashes files of one file system, each file and algorithm at most
+// once, so a file named by several manifests (SHA256SUMS and model.sig) is
+// read once. It is safe for concurrent use.
+//
+// Names are slash-separated and relative to the file system's root. A name
+// that leads out of it through a symlink is refused with an error wrapping
+// ErrEscapes and never read, whether the file system refuses it itself (an
+// os.Root's FS does) or would follow it (os.DirFS would).
 type Hasher struct {
-	root *os.Root
+	fsys fs.FS
 	read atomic.Int64  // bytes read from files by the Hasher itself
 	sem  chan struct{} // bounds Prefetch
 	mu   sync.Mutex
@@ -111,13 +116,119 @@ type memoEntry struct {
 	err    error
 }
 
-// NewHasher returns a Hasher reading only through root.
-func NewHasher(root *os.Root) *Hasher {
-	return &Hasher{root: root, memo: map[string]*memoEntry{}, sem: make(chan struct{}, runtime.GOMAXPROCS(0))}
+// NewHasher returns a Hasher reading only through fsys, typically an
+// os.Root's FS. Files that are io.ReaderAt (an os.Root's *os.File) are read
+// in place where only part of them is needed; others are streamed.
+func NewHasher(fsys fs.FS) *Hasher {
+	return &Hasher{fsys: fsys, memo: map[string]*memoEntry{}, sem: make(chan struct{}, runtime.GOMAXPROCS(0))}
 }
 
-// Root returns the root the Hasher reads through.
-func (h *Hasher) Root() *os.Root { return h.root }
+// FS returns the file system the Hasher reads through. Reading it directly
+// does not refuse symlinks out of it unless the file system does; Open and
+// Stat do.
+func (h *Hasher) FS() fs.FS { return h.fsys }
+
+// ErrEscapes is wrapped by the errors of names that lead out of the file
+// system's root through a symlink.
+var ErrEscapes = errors.New("path escapes from the root")
+
+// maxLinks bounds the symlinks followed to resolve one name, as Linux does.
+const maxLinks = 40
+
+// Open opens the file p, refusing with an error wrapping ErrEscapes a name
+// that a symlink leads out of the root. It never reads the file.
+func (h *Hasher) Open(p string) (fs.File, error) {
+	f, err := h.fsys.Open(p)
+	if err := h.confined("open", p, err); err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// Stat returns the FileInfo of the file p, following symlinks only inside
+// the root, as Open does.
+func (h *Hasher) Stat(p string) (fs.FileInfo, error) {
+	fi, err := fs.Stat(h.fsys, p)
+	if err := h.confined("stat", p, err); err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+// confined checks the outcome err of opening p. The file system's own
+// refusal (an os.Root's "path escapes from parent") is returned as it is.
+// Otherwise a symlink on the way out of the root is an error wrapping
+// ErrEscapes, whether the file system followed it (os.DirFS) or found
+// nothing there; a name that is simply missing keeps its fs.ErrNotExist.
+func (h *Hasher) confined(op, p string, err error) error {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	cerr := confine(h.fsys, p)
+	switch {
+	case cerr == nil:
+		return err
+	case err != nil && !errors.Is(cerr, ErrEscapes):
+		return err
+	}
+	return &fs.PathError{Op: op, Path: p, Err: cerr}
+}
+
+// confine resolves the symlinks on the way to name, one element at a time,
+// and returns ErrEscapes when one leads out of fsys's root: an absolute
+// target, or ".." above the root. A file system that cannot read links
+// (no fs.ReadLinkFS) is taken to have none of its own.
+func confine(fsys fs.FS, name string) error {
+	rl, ok := fsys.(fs.ReadLinkFS)
+	if !ok {
+		return nil
+	}
+	done := "." // the resolved directory, free of symlinks
+	rest := name
+	for links := 0; rest != ""; {
+		var el string
+		el, rest, _ = strings.Cut(rest, "/")
+		switch el {
+		case "", ".":
+			continue
+		case "..":
+			if done == "." {
+				return ErrEscapes
+			}
+			done = path.Dir(done)
+			continue
+		}
+		p := path.Join(done, el)
+		fi, err := rl.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			done = p
+			continue
+		}
+		if links++; links > maxLinks {
+			return fmt.Errorf("more than %d symlinks", maxLinks)
+		}
+		target, err := rl.ReadLink(p)
+		if err != nil {
+			return err
+		}
+		if target == "" || path.IsAbs(target) || filepath.IsAbs(target) {
+			return ErrEscapes
+		}
+		// The target is relative to the link's directory (done) and is
+		// resolved element by element too: it may hold links and "..".
+		if rest != "" {
+			target += "/" + rest
+		}
+		rest = target
+	}
+	return nil
+}
 
 // BytesRead is how many bytes the Hasher has read from files itself, not
 // counting digests handed to it by Seed.
@@ -143,7 +254,7 @@ func (h *Hasher) Prefetch(ctx context.Context, p, algo string, minSize int64) {
 	if _, err := NewHash(algo); err != nil {
 		return
 	}
-	st, err := h.root.Stat(p)
+	st, err := h.Stat(p)
 	if err != nil || !st.Mode().IsRegular() || st.Size() <= minSize {
 		return
 	}
@@ -189,7 +300,7 @@ func (h *Hasher) sum(ctx context.Context, p, algo string) (string, int64, error)
 	if err != nil {
 		return "", 0, err
 	}
-	f, err := h.root.Open(p)
+	f, err := h.Open(p)
 	if err != nil {
 		return "", 0, err
 	}
@@ -244,7 +355,7 @@ func (h *Hasher) Verify(ctx context.Context, dir string, entries []Entry) []Resu
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
 				res[i].Status, res[i].Reason = Missing, "no such file"
-			case err != nil && strings.Contains(err.Error(), "escapes"):
+			case errors.Is(err, ErrEscapes), err != nil && strings.Contains(err.Error(), "escapes"):
 				res[i].Status, res[i].Reason = Rejected, "a symlink leads out of the directory"
 			case errors.Is(err, ErrNotRegular):
 				res[i].Status, res[i].Reason = Rejected, err.Error()

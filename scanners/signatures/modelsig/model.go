@@ -116,8 +116,8 @@ func ignored(p string, ignores []string) bool {
 // a single file) with st, hashing through h so that reads never leave the
 // root.
 func CheckModel(ctx context.Context, h *checksums.Hasher, dir string, st *Statement, o Options) (*Result, error) {
-	fsys := h.Root().FS()
-	info, err := fs.Stat(fsys, dir)
+	fsys := h.FS()
+	info, err := h.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", dir, err)
 	}
@@ -164,7 +164,7 @@ func CheckModel(ctx context.Context, h *checksums.Hasher, dir string, st *Statem
 					res.Unsafe = append(res.Unsafe, rel+" (symlink; the signature does not allow symlinks)")
 					return nil
 				}
-				fi, err := fs.Stat(fsys, p) // follows, inside the root only
+				fi, err := h.Stat(p) // follows, inside the root only
 				if err != nil {
 					res.Unsafe = append(res.Unsafe, rel+" (symlink leads out of the model or nowhere)")
 					return nil
@@ -196,7 +196,7 @@ func CheckModel(ctx context.Context, h *checksums.Hasher, dir string, st *Statem
 		if _, ok := expected[n]; !ok {
 			if st.Serialization.Method == "shards" {
 				// Empty files have no shard, so a signature cannot name them.
-				if fi, err := fs.Stat(fsys, files[n]); err == nil && fi.Size() == 0 {
+				if fi, err := h.Stat(files[n]); err == nil && fi.Size() == 0 {
 					continue
 				}
 			}
@@ -252,7 +252,7 @@ func sameFile(ctx context.Context, h *checksums.Hasher, p string, want []Resourc
 		}
 		return len(want) == 1 && got == want[0].Digest, nil
 	}
-	if fi, err := h.Root().Stat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 && fi.Size() <= ser.ShardSize {
+	if fi, err := h.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 && fi.Size() <= ser.ShardSize {
 		// One shard covers the whole file, so its digest is the file's:
 		// take it from the memo (the dispatcher's read of a small file).
 		if len(want) != 1 {
@@ -267,7 +267,7 @@ func sameFile(ctx context.Context, h *checksums.Hasher, p string, want []Resourc
 		}
 		return got == want[0].Digest, nil
 	}
-	f, err := h.Root().Open(p)
+	f, err := h.Open(p)
 	if err != nil {
 		return false, err
 	}
@@ -298,7 +298,7 @@ func sameFile(ctx context.Context, h *checksums.Hasher, p string, want []Resourc
 		if err != nil {
 			return false, err
 		}
-		if _, err := io.Copy(hh, io.NewSectionReader(f, start, min(ser.ShardSize, size-start))); err != nil {
+		if _, err := io.Copy(hh, shard(f, start, min(ser.ShardSize, size-start))); err != nil {
 			return false, err
 		}
 		if hex.EncodeToString(hh.Sum(nil)) != r.Digest {
@@ -309,4 +309,14 @@ func sameFile(ctx context.Context, h *checksums.Hasher, p string, want []Resourc
 		}
 	}
 	return true, nil
+}
+
+// shard returns the n bytes of f at off: read in place when f is an
+// io.ReaderAt (an os.Root's *os.File), otherwise from f's current offset,
+// which is off when the shards are read in order, each to its end.
+func shard(f fs.File, off, n int64) io.Reader {
+	if ra, ok := f.(io.ReaderAt); ok {
+		return io.NewSectionReader(ra, off, n)
+	}
+	return io.LimitReader(f, n)
 }

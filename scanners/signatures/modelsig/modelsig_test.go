@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,7 +82,7 @@ func verifyModel(t *testing.T, dir, model string, sig []byte, tr modelsig.Trust,
 		t.Fatal(err)
 	}
 	defer root.Close()
-	return modelsig.Verify(context.Background(), checksums.NewHasher(root), model, sig, tr, o)
+	return modelsig.Verify(context.Background(), checksums.NewHasher(root.FS()), model, sig, tr, o)
 }
 
 func TestVerify(t *testing.T) {
@@ -189,7 +190,7 @@ func TestSigstoreKeyless(t *testing.T) {
 	}
 	root, _ := os.OpenRoot(dir)
 	defer root.Close()
-	rep, err := modelsig.Compare(context.Background(), checksums.NewHasher(root), ".", modelsig.MethodSigstore, "x", st, modelsig.Options{})
+	rep, err := modelsig.Compare(context.Background(), checksums.NewHasher(root.FS()), ".", modelsig.MethodSigstore, "x", st, modelsig.Options{})
 	if err != nil || !rep.OK() {
 		t.Fatalf("%v %+v", err, rep)
 	}
@@ -256,5 +257,55 @@ func TestV02Compat(t *testing.T) {
 	rep, err := verify(t, dir, bundle, modelsig.Trust{Key: &k.PublicKey}, modelsig.Options{IgnorePaths: []string{"notes"}})
 	if err != nil || !rep.OK() {
 		t.Fatalf("v0.2 signature: %v %+v", err, rep)
+	}
+}
+
+// streamFS hides io.ReaderAt from the files of an FS, as a file system
+// that can only stream would.
+type streamFS struct{ fs.FS }
+
+func (s streamFS) Open(name string) (fs.File, error) {
+	f, err := s.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err == nil && !fi.IsDir() {
+		return struct{ fs.File }{f}, nil
+	}
+	return f, nil
+}
+
+// TestVerifyThroughFS compares a sharded model read through file systems
+// other than an os.Root: os.DirFS (whose files are io.ReaderAt) and one that
+// can only stream. Both see the same model, and the symlink out of it is
+// refused by the hasher even where the FS would follow it.
+func TestVerifyThroughFS(t *testing.T) {
+	dir := makeModel(t)
+	ign := []string{"notes", "model.sig", ".git", ".gitattributes", ".github", ".gitignore"}
+	res, err := modelsigtest.Manifest(dir, 1000, ign...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	sig, err := modelsigtest.SignKey(k, modelsigtest.Statement("m", res, 1000, []string{"notes"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "w"), []byte("x"), 0o644)
+	tr := modelsig.Trust{Key: &k.PublicKey}
+	for name, fsys := range map[string]fs.FS{"DirFS": os.DirFS(dir), "stream": streamFS{os.DirFS(dir)}} {
+		t.Run(name, func(t *testing.T) {
+			rep, err := modelsig.Verify(context.Background(), checksums.NewHasher(fsys), ".", sig, tr, modelsig.Options{})
+			if err != nil || !rep.OK() || rep.Files != 3 {
+				t.Fatalf("%v %+v", err, rep.Result)
+			}
+		})
+	}
+	os.WriteFile(filepath.Join(dir, "model.safetensors"), []byte(strings.Repeat("w", 1500)+strings.Repeat("x", 1000)), 0o644)
+	os.Symlink(filepath.Join(outside, "w"), filepath.Join(dir, "link"))
+	rep, err := modelsig.Verify(context.Background(), checksums.NewHasher(streamFS{os.DirFS(dir)}), ".", sig, tr, modelsig.Options{})
+	if err != nil || !slices.Equal(rep.Modified, []string{"model.safetensors"}) || len(rep.Unsafe) != 1 {
+		t.Fatalf("%v %+v", err, rep.Result)
 	}
 }
