@@ -53,16 +53,18 @@ func (p *parser) getopt(words []argWord, src Source) ([]Setting, []Problem) {
 			case requiredArg:
 				switch {
 				case hasEq:
-					st.Value, st.HasValue = val, true
+					st.setValue(w, len(a)-len(val))
 				case i+1 < len(words):
 					i++
-					st.Value, st.HasValue = words[i].text, true
+					st.setValue(words[i], 0)
 				default:
 					probs = append(probs, Problem{Line: w.line, Message: fmt.Sprintf("%soption '--%s' requires an argument", where(w), spec.Name), Fix: fmt.Sprintf("write --%s=VALUE", spec.Name)})
 					continue
 				}
 			case optionalArg:
-				st.Value, st.HasValue = val, hasEq
+				if hasEq {
+					st.setValue(w, len(a)-len(val))
+				}
 			}
 			out = append(out, st)
 			continue
@@ -81,10 +83,10 @@ func (p *parser) getopt(words []argWord, src Source) ([]Setting, []Problem) {
 			}
 			switch {
 			case j+1 < len(a):
-				st.Value, st.HasValue = a[j+1:], true
+				st.setValue(w, j+1)
 			case spec.arg == requiredArg && i+1 < len(words):
 				i++
-				st.Value, st.HasValue = words[i].text, true
+				st.setValue(words[i], 0)
 			case spec.arg == requiredArg:
 				probs = append(probs, Problem{Line: w.line, Message: fmt.Sprintf("%soption requires an argument -- '%c'", where(w), a[j]), Fix: fmt.Sprintf("give -%c a value", a[j])})
 				j = len(a)
@@ -95,6 +97,16 @@ func (p *parser) getopt(words []argWord, src Source) ([]Setting, []Problem) {
 		}
 	}
 	return out, probs
+}
+
+// setValue sets the option's value to w.text[k:], and where it is written
+// when that is in the option's own line.
+func (st *Setting) setValue(w argWord, k int) {
+	st.Value, st.HasValue = w.text[k:], true
+	if w.line == st.Line {
+		st.ValueSpan = w.span(k)
+	}
+	st.Truncated = w.cut
 }
 
 // stray is the problem of a word where sbatch expects an option. The usual
@@ -205,7 +217,7 @@ func (s *Script) Effective(env []string, args []string, opts ...ParseOption) (ma
 	}
 	var words []argWord
 	for _, a := range args {
-		words = append(words, argWord{text: a})
+		words = append(words, argWord{dirWord: dirWord{text: a}})
 	}
 	settings, probs := p.getopt(words, FromArgs)
 	for _, st := range settings {

@@ -86,6 +86,21 @@ type Setting struct {
 	Origin   string // for FromEnv: the variable's name
 	// Component is the heterogeneous-job component.
 	Component int
+	// ValueSpan is where Value is written in the directive's line (the
+	// Directive.Text of line Line), so that a tool can rewrite the value in
+	// place: Text[ValueSpan.Start:ValueSpan.End] is Value, byte for byte. It
+	// is the zero Span when the value is empty, comes from outside the
+	// script or from the next line, or has a quote or escape inside it.
+	ValueSpan Span
+	// Truncated is set when an unescaped '#' cut the word that holds the
+	// value: Value is what sbatch reads, not what the line says
+	// (Directive.Truncated has both).
+	Truncated bool
+}
+
+// Span is the byte range [Start, End) of a line.
+type Span struct {
+	Start, End int
 }
 
 // ParseOption configures Parse.
@@ -178,12 +193,12 @@ func (p *parser) parse(script []byte) *Script {
 		// opt.c, _opt_batch_script: a directive is a line that starts with
 		// the magic word "#SBATCH" (xstrncmp: case-sensitive, at column 0);
 		// "#SLURM" is still read in 22.05 with a warning.
-		var body string
+		var magic string
 		switch {
 		case strings.HasPrefix(line, "#SBATCH"):
-			body = line[len("#SBATCH"):]
+			magic = "#SBATCH"
 		case strings.HasPrefix(line, "#SLURM"):
-			body = line[len("#SLURM"):]
+			magic = "#SLURM"
 		default:
 			// "Stop parsing script if not a comment": the first line whose
 			// first non-space character is not '#' is a command.
@@ -207,16 +222,17 @@ func (p *parser) parse(script []byte) *Script {
 			component++
 		}
 		d := Directive{Line: lineno, Text: line, Component: component}
-		ws, trunc, prob := splitDirective(body)
+		ws, trunc, prob := splitDirective(line[len(magic):])
 		if prob != "" {
 			s.Problems = append(s.Problems, Problem{Line: lineno, Message: fmt.Sprintf("line %d: %s in [%s]", lineno, prob, line), Fix: fixFor(prob)})
 		}
 		for _, w := range ws {
-			if strings.EqualFold(w, "hetjob") || strings.EqualFold(w, "packjob") {
+			if strings.EqualFold(w.text, "hetjob") || strings.EqualFold(w.text, "packjob") {
 				continue
 			}
-			d.Words = append(d.Words, w)
-			words = append(words, argWord{text: w, line: lineno, component: component})
+			d.Words = append(d.Words, w.text)
+			w.at += len(magic) // from the body's offsets to the line's
+			words = append(words, argWord{dirWord: w, line: lineno, component: component, located: true})
 		}
 		d.Truncated = trunc
 		s.Directives = append(s.Directives, d)
@@ -251,10 +267,23 @@ func fixFor(prob string) string {
 	return ""
 }
 
+// argWord is one word getopt_long sees.
 type argWord struct {
-	text      string
+	dirWord
 	line      int
 	component int
+	// located says the word comes from a directive, so that its dirWord
+	// offsets say where it is written in its line.
+	located bool
+}
+
+// span says where w.text[k:] is written in the word's line: the zero Span
+// unless those bytes are written as they are, in the word's last run.
+func (w argWord) span(k int) Span {
+	if !w.located || k < w.tail || k >= len(w.text) {
+		return Span{}
+	}
+	return Span{Start: w.at + k - w.tail, End: w.at + len(w.text) - w.tail}
 }
 
 // isspace is C's isspace in the "C" locale.
@@ -282,12 +311,22 @@ func isComment(line string) bool {
 	return false
 }
 
+// dirWord is one word of a directive line, unquoted, and where its last
+// run of bytes is written: the word's bytes from tail on are the line's
+// bytes from at on, unchanged (no quote or escape comes between them).
+type dirWord struct {
+	text     string
+	tail, at int
+	// cut says an unescaped '#' ended the word (and the line).
+	cut bool
+}
+
 // splitDirective splits what follows the magic word into words as
 // get_argument in opt.c does: whitespace separates words; single or double
 // quotes group (and are removed); a backslash escapes the next character
 // (and is removed); an unescaped, unquoted '#' ends the line; a word that
-// starts with ':' is fatal; an unmatched quote is fatal.
-func splitDirective(body string) (words []string, trunc *Truncation, problem string) {
+// starts with ':' is fatal; an unmatched quote is fatal. Offsets are body's.
+func splitDirective(body string) (words []dirWord, trunc *Truncation, problem string) {
 	i := 0
 	for {
 		for i < len(body) && isspace(body[i]) {
@@ -301,6 +340,8 @@ func splitDirective(body string) (words []string, trunc *Truncation, problem str
 		}
 		start := i
 		var w strings.Builder
+		dw := dirWord{at: i}
+		fresh := true    // the next byte written starts a run
 		started := false // the word has consumed a character, quote or escape
 		quoted := false
 		var q byte
@@ -312,17 +353,17 @@ func splitDirective(body string) (words []string, trunc *Truncation, problem str
 			case escape:
 				escape = false
 			case c == '\\':
-				escape, started = true, true
+				escape, started, fresh = true, true, true
 				i++
 				continue
 			case quoted:
 				if c == q {
-					quoted = false
+					quoted, fresh = false, true
 					i++
 					continue
 				}
 			case c == '"' || c == '\'':
-				quoted, q, started = true, c, true
+				quoted, q, started, fresh = true, c, true, true
 				i++
 				continue
 			case c == '#':
@@ -331,6 +372,9 @@ func splitDirective(body string) (words []string, trunc *Truncation, problem str
 			if cut {
 				break
 			}
+			if fresh {
+				dw.tail, dw.at, fresh = w.Len(), i, false
+			}
 			w.WriteByte(c)
 			started = true
 			i++
@@ -338,8 +382,9 @@ func splitDirective(body string) (words []string, trunc *Truncation, problem str
 		if quoted {
 			return words, trunc, fmt.Sprintf("Unmatched `%c`", q)
 		}
+		dw.text, dw.cut = w.String(), cut
 		if started {
-			words = append(words, w.String())
+			words = append(words, dw)
 		}
 		if cut {
 			if started && trunc == nil {

@@ -247,8 +247,15 @@ func FuzzParse(f *testing.F) {
 	for _, tc := range parseCases {
 		f.Add([]byte(tc.script))
 	}
+	for _, s := range []string{
+		"#!/bin/sh\n#SBATCH --container-image \"a#b\"'c'\\#d#e -vJx\n#SBATCH --container-im=r.example.com#n/p:1\n",
+		"#!/bin/sh\r\n#SLURM -J\r\n#SBATCH x\\\n--nice=1\x00#z\ntrue\n",
+	} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := Parse(data)
+		checkSpans(t, s)
 		for _, d := range s.Directives {
 			if d.Line <= 0 || (s.FirstCommand > 0 && d.Line >= s.FirstCommand) {
 				t.Fatalf("directive at line %d, first command at %d", d.Line, s.FirstCommand)
