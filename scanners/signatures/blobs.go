@@ -28,7 +28,7 @@ func (s *Scanner) scanBlobBundle(ctx context.Context, a *scanners.Artifact, data
 	if bytes.Contains(data, []byte(`"dsseEnvelope"`)) {
 		// An attestation: its subjects are named inside, not the file beside
 		// it. Judged only when that file exists (a signed statement about it).
-		if h, dir, err := s.hasher(a); err == nil && h != nil {
+		if h, dir := s.hasher(a); h != nil {
 			if _, err := h.Stat(path.Join(dir, strings.TrimSuffix(path.Base(a.Path), bundleSuffix))); errors.Is(err, fs.ErrNotExist) {
 				return nil, nil
 			}
@@ -45,10 +45,7 @@ func (s *Scanner) scanBlobBundle(ctx context.Context, a *scanners.Artifact, data
 // verify checks the signature over FILE's sha256 with one authority.
 func (s *Scanner) scanSignedFile(ctx context.Context, a *scanners.Artifact, suffix, what string,
 	verify func(h *checksums.Hasher, file string, digest []byte, t blobsig.Trust) error) ([]scanners.Finding, error) {
-	h, dir, err := s.hasher(a)
-	if err != nil {
-		return nil, err
-	}
+	h, dir := s.hasher(a)
 	if h == nil {
 		return []scanners.Finding{scanners.At(a, RuleUnverified, 0, fmt.Sprintf(
 			"%s %s was not verified: it lives inside an image or git history; run mlwarden verify blob on the extracted file", what, a.Path))}, nil
@@ -75,7 +72,7 @@ func (s *Scanner) scanSignedFile(ctx context.Context, a *scanners.Artifact, suff
 // prefetchSigned starts hashing the file that a signature beside it
 // (FILE+suffix) signs, when that file is large.
 func (s *Scanner) prefetchSigned(ctx context.Context, a *scanners.Artifact, suffix string) {
-	if h, dir, err := s.hasher(a); err == nil && h != nil {
+	if h, dir := s.hasher(a); h != nil {
 		h.Prefetch(ctx, path.Join(dir, strings.TrimSuffix(path.Base(a.Path), suffix)), "sha256", scanners.SmallFile)
 	}
 }

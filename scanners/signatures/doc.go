@@ -16,12 +16,15 @@
 //   - a larger file (weights) is handed to the other checks in place and
 //     read by them only where they parse it (a zip directory, a pickle);
 //     this check streams it once, in parallel with other files, when a
-//     manifest or signature names it, through an os.Root opened on the
-//     target (the Artifact's Target is the path given on the command line).
+//     manifest or signature names it.
 //
-// Names with "..", absolute names and symlinks that leave the target are
-// findings and are never read. Each file is hashed at most once per
-// algorithm and run, however many manifests name it (SHA256SUMS, a sidecar
-// and model.sig share one memo per target). Inside images and git history,
-// manifests cannot be followed and are reported as unverified.
+// Other files of the target are read through the target's file system the
+// source hands over as Artifact.FS (an os.Root on the directory, or on a
+// file target's directory), never by reopening Artifact.Target, which is
+// only the name the report shows. Names with "..", absolute names and
+// symlinks that leave the target are findings and are never read. Each file
+// is hashed at most once per algorithm and run, however many manifests name
+// it (SHA256SUMS, a sidecar and model.sig share one memo per file system).
+// Inside images and git history, which have no FS, and in a repository's
+// working tree, manifests are not followed and are reported as unverified.
 package signatures

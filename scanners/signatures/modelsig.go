@@ -18,11 +18,8 @@ import (
 // (files serialization), as scanManifest does for manifests. The payload is
 // not trusted here: it only picks files inside the target to read early.
 func (s *Scanner) prefetchModel(ctx context.Context, a *scanners.Artifact, data []byte) {
-	if !local(a) {
-		return
-	}
-	h, dir, err := s.hasher(a)
-	if err != nil || h == nil {
+	h, dir := s.hasher(a)
+	if h == nil {
 		return
 	}
 	sig, err := modelsig.ParseSignature(data)
@@ -49,16 +46,11 @@ func (s *Scanner) scanModelSig(ctx context.Context, a *scanners.Artifact, data [
 		return []scanners.Finding{scanners.At(a, RuleInvalid, 0, fmt.Sprintf(
 			"model signature %s cannot be read (%v); the model's integrity is unproven; re-sign it with model_signing", a.Path, err))}
 	}
-	h, root, err := s.hasher(a)
-	if err != nil || h == nil {
-		why := "it lives inside an image or git history"
-		if err != nil {
-			why = err.Error()
-		}
+	h, dir := s.hasher(a)
+	if h == nil {
 		return []scanners.Finding{scanners.At(a, RuleUnverified, 0, fmt.Sprintf(
-			"model signature %s was not verified: %s; run mlwarden verify model on the extracted model", a.Path, why))}
+			"model signature %s was not verified: it lives inside an image or git history; run mlwarden verify model on the extracted model", a.Path))}
 	}
-	dir := root
 	mp := s.lp.model(dir)
 	opts := modelsig.Options{SignatureName: path.Base(a.Path)}
 	if mp != nil {

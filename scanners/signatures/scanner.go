@@ -6,9 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path"
-	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -34,11 +34,16 @@ type Scanner struct {
 	verify   func(ctx context.Context, ref string, o imagesig.Options) (*imagesig.Result, error)
 
 	mu      sync.Mutex
-	opened  []*os.Root
-	roots   map[string]*checksums.Hasher // by target root
-	done    map[string]bool              // once-per-run checks (unsigned dirs, images)
-	pending map[string][]judgement       // by target name, until FinishTarget
-	closed  bool
+	hashers map[hasherKey]*checksums.Hasher // by the target's file system
+	done    map[string]bool                 // once-per-run checks (unsigned dirs, images)
+	pending map[string][]judgement          // by target name, until FinishTarget
+}
+
+// hasherKey names the file system of a target: the Artifact's FS itself,
+// or, for a file system that cannot be a map key, the target's name.
+type hasherKey struct {
+	fsys   fs.FS
+	target string
 }
 
 // judgement verifies one manifest or signature once its target is walked.
@@ -67,7 +72,7 @@ func WithNameOptions(o ...name.Option) Option {
 
 // New returns the signatures check.
 func New(opts ...Option) (*Scanner, error) {
-	s := &Scanner{roots: map[string]*checksums.Hasher{}, done: map[string]bool{}, pending: map[string][]judgement{}, verify: imagesig.Verify}
+	s := &Scanner{hashers: map[hasherKey]*checksums.Hasher{}, done: map[string]bool{}, pending: map[string][]judgement{}, verify: imagesig.Verify}
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err
@@ -81,15 +86,12 @@ func New(opts ...Option) (*Scanner, error) {
 	return s, nil
 }
 
-// Close releases the directories the scanner opened.
+// Close forgets the digests the scanner memoized. The file systems it read
+// through belong to the sources, which close them.
 func (s *Scanner) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, r := range s.opened {
-		r.Close()
-	}
-	s.opened = nil
-	s.roots, s.closed = map[string]*checksums.Hasher{}, true
+	s.hashers = map[hasherKey]*checksums.Hasher{}
 	return nil
 }
 
@@ -154,10 +156,13 @@ func (s *Scanner) Rides(a *scanners.Artifact, head []byte) bool {
 	return local(a) && a.Size <= scanners.SmallFile
 }
 
-// local reports whether a is a file of a target on the local file system,
-// whose other files the check can read through a root.
+// local reports whether a is a file of a directory or file target on the
+// local disk, whose other files the check can read through a.FS. Files of
+// images and git history have no FS; a repository's working tree has one
+// but is judged as git content is (its manifests are not followed).
 func local(a *scanners.Artifact) bool {
-	return a.Kind == scanners.ArtifactFile && (a.TargetKind == scanners.KindDir || a.TargetKind == scanners.KindFile)
+	return a.Kind == scanners.ArtifactFile && a.FS != nil &&
+		(a.TargetKind == scanners.KindDir || a.TargetKind == scanners.KindFile)
 }
 
 // seed hashes a small file of a local target from the content the
@@ -166,9 +171,9 @@ func (s *Scanner) seed(a *scanners.Artifact, c scanners.Content) error {
 	if !local(a) || a.Size > scanners.SmallFile || c.Size() > scanners.SmallFile {
 		return nil
 	}
-	h, _, err := s.hasher(a)
-	if err != nil || h == nil {
-		return err
+	h, _ := s.hasher(a)
+	if h == nil {
+		return nil
 	}
 	d := sha256.New()
 	n, err := io.Copy(d, io.NewSectionReader(c, 0, c.Size()))
@@ -300,32 +305,30 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 	return out, nil
 }
 
-// hasher returns the memoizing hasher over the target's root, and the
-// artifact's directory inside it. ok is false when the target is not on
-// the local file system.
-func (s *Scanner) hasher(a *scanners.Artifact) (h *checksums.Hasher, dir string, err error) {
-	var rootDir string
-	switch a.TargetKind {
-	case scanners.KindDir:
-		rootDir, dir = a.Target, path.Dir(a.Path)
-	case scanners.KindFile:
-		rootDir, dir = filepath.Dir(a.Target), "."
-	default:
-		return nil, "", nil
+// hasher returns the memoizing hasher over the target's file system
+// (a.FS, never reopened from a.Target, which is only the report's name) and
+// the artifact's directory inside it; nil when a is not a file of a local
+// directory or file target.
+func (s *Scanner) hasher(a *scanners.Artifact) (h *checksums.Hasher, dir string) {
+	if !local(a) {
+		return nil, ""
+	}
+	dir = path.Dir(a.Path)
+	if a.TargetKind == scanners.KindFile {
+		dir = "." // a file target's FS is its directory; Path is its name
+	}
+	k := hasherKey{fsys: a.FS}
+	if !reflect.TypeOf(a.FS).Comparable() {
+		k = hasherKey{target: a.Target}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h := s.roots[rootDir]; h != nil {
-		return h, dir, nil
+	if h := s.hashers[k]; h != nil {
+		return h, dir
 	}
-	r, err := os.OpenRoot(rootDir)
-	if err != nil {
-		return nil, "", fmt.Errorf("open target root: %w", err)
-	}
-	h = checksums.NewHasher(r.FS())
-	s.roots[rootDir] = h
-	s.opened = append(s.opened, r)
-	return h, dir, nil
+	h = checksums.NewHasher(a.FS)
+	s.hashers[k] = h
+	return h, dir
 }
 
 // fileFinding locates a finding at another file of the same target.

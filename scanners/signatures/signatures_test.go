@@ -24,14 +24,19 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/signatures/checksums"
 	"github.com/mlwarden/mlwarden/scanners/signatures/imagesig"
 	"github.com/mlwarden/mlwarden/scanners/signatures/modelsig/modelsigtest"
 	"github.com/mlwarden/mlwarden/scanners/signatures/trust"
 )
 
 // dirSource hands every regular file of a directory to the sink, as the fs
-// source does (kept here so the test does not depend on it).
-type dirSource struct{ dir string }
+// source does (kept here so the test does not depend on it), with the
+// directory's os.Root as Artifact.FS.
+type dirSource struct {
+	dir  string
+	fsys fs.FS
+}
 
 func (d dirSource) Target() scanners.Target {
 	return scanners.Target{Name: d.dir, Kind: scanners.KindDir}
@@ -50,7 +55,7 @@ func (d dirSource) Walk(ctx context.Context, sink scanners.Sink) error {
 		defer f.Close()
 		fi, _ := f.Stat()
 		return sink.Artifact(&scanners.Artifact{Kind: scanners.ArtifactFile, Target: d.dir, TargetKind: scanners.KindDir,
-			Path: filepath.ToSlash(rel), Size: fi.Size(), Mode: fi.Mode()}, f)
+			Path: filepath.ToSlash(rel), Size: fi.Size(), Mode: fi.Mode(), FS: d.fsys}, f)
 	})
 }
 
@@ -65,7 +70,12 @@ func write(t *testing.T, dir string, files map[string]string) {
 
 func run(t *testing.T, s *Scanner, dir string, others ...scanners.Scanner) []string {
 	t.Helper()
-	res := scanners.NewDispatcher(append([]scanners.Scanner{s}, others...)).Run(context.Background(), dirSource{dir})
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	res := scanners.NewDispatcher(append([]scanners.Scanner{s}, others...)).Run(context.Background(), dirSource{dir, root.FS()})
 	for _, e := range res.Errors {
 		t.Errorf("error: %v", e)
 	}
@@ -493,9 +503,12 @@ func TestReadOnce(t *testing.T) {
 			if got := run(t, s, dir, textReader{}); !slices.Equal(got, tt.want) {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
-			h := s.roots[dir]
-			if h == nil {
-				t.Fatal("no hasher for the target")
+			if len(s.hashers) != 1 {
+				t.Fatalf("%d hashers, want one for the target", len(s.hashers))
+			}
+			var h *checksums.Hasher
+			for _, x := range s.hashers {
+				h = x
 			}
 			if n, want := h.BytesRead(), int64(len(big)+len(icon)); n != want {
 				t.Errorf("the check read %d bytes itself; want %d (the large file and the icon once, text files from the dispatcher's copy)", n, want)
@@ -555,5 +568,108 @@ func TestNotManifestsNotBlobs(t *testing.T) {
 	want := []string{"signatures/manifest-malformed low tests/envelope.sha512"}
 	if got := run(t, s, dir); !slices.Equal(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// fsSource hands the named files of fsys to the sink, read through fsys
+// only, under a target name that is a display name, not a path. With
+// noFS the artifacts carry no FS, as a stream's or an image's do.
+type fsSource struct {
+	name  string
+	kind  scanners.TargetKind
+	fsys  fs.FS
+	paths []string
+	noFS  bool
+}
+
+func (f fsSource) Target() scanners.Target { return scanners.Target{Name: f.name, Kind: f.kind} }
+
+func (f fsSource) Walk(ctx context.Context, sink scanners.Sink) error {
+	for _, p := range f.paths {
+		fi, err := fs.Stat(f.fsys, p)
+		if err != nil {
+			return err
+		}
+		r, err := f.fsys.Open(p)
+		if err != nil {
+			return err
+		}
+		a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: f.name, TargetKind: f.kind,
+			Path: p, Size: fi.Size(), Mode: fi.Mode(), FS: f.fsys}
+		if f.noFS {
+			a.FS = nil
+		}
+		err = sink.Artifact(a, r)
+		r.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestReadsThroughArtifactFS: the check reads a target's other files
+// through Artifact.FS, never by reopening Artifact.Target, which is only
+// the report's name. Here Target names nothing on disk (a directory
+// target, and a file target SHA256SUMS whose FS is its directory), and the
+// working directory is an empty one. Without an FS the manifest is not
+// followed, as inside an image, even where Target is the real directory.
+func TestReadsThroughArtifactFS(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"a.bin": "alpha", "b.bin": "bravo"})
+	cmd := exec.Command("sha256sum", "a.bin", "b.bin")
+	cmd.Dir = dir
+	man, err := cmd.Output()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	write(t, dir, map[string]string{"SHA256SUMS": string(man), "b.bin": "bravO"})
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	t.Chdir(t.TempDir())
+	for _, tt := range []struct {
+		name string
+		src  fsSource
+		want []string
+	}{
+		{"dir", fsSource{name: "registry.example/release (mounted)", kind: scanners.KindDir, fsys: root.FS(),
+			paths: []string{"SHA256SUMS", "a.bin", "b.bin"}}, []string{"signatures/checksum-mismatch SHA256SUMS b.bin"}},
+		{"file", fsSource{name: "no/such/dir/SHA256SUMS", kind: scanners.KindFile, fsys: root.FS(),
+			paths: []string{"SHA256SUMS"}}, []string{"signatures/checksum-mismatch SHA256SUMS b.bin"}},
+		{"no FS", fsSource{name: dir, kind: scanners.KindDir, fsys: root.FS(), paths: []string{"SHA256SUMS"}, noFS: true},
+			[]string{"signatures/unverified SHA256SUMS"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			res := scanners.NewDispatcher([]scanners.Scanner{s}).Run(context.Background(), tt.src)
+			for _, e := range res.Errors {
+				t.Errorf("error: %v", e)
+			}
+			var got []string
+			for _, f := range res.Findings {
+				if f.Target != tt.src.name {
+					t.Errorf("finding on target %q, want %q", f.Target, tt.src.name)
+				}
+				w := f.RuleID + " " + f.Path
+				if strings.Contains(f.Message, "b.bin") {
+					w += " b.bin"
+				}
+				got = append(got, w)
+			}
+			sort.Strings(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -14,8 +14,8 @@ import (
 // scanUnsigned reports, once per directory, model files with neither a
 // model signature nor a checksum manifest beside them.
 func (s *Scanner) scanUnsigned(a *scanners.Artifact) []scanners.Finding {
-	h, dir, err := s.hasher(a)
-	if err != nil || h == nil {
+	h, dir := s.hasher(a)
+	if h == nil {
 		return nil
 	}
 	key := "unsigned\x00" + a.Target + "\x00" + dir
