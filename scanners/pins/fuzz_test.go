@@ -23,7 +23,7 @@ func fuzzScan(t *testing.T, p string, data []byte) {
 		}
 	}
 	// Rewrite finds sites without a registry; each must be the text it names.
-	if sites, err := imageSites(p, data); err == nil {
+	if sites, _, err := imageSites(p, data); err == nil {
 		for _, s := range sites {
 			if s.start < 0 || s.end > len(data) || s.start > s.end || string(data[s.start:s.end]) != s.written {
 				t.Fatalf("site %+v does not match the file", s)
@@ -46,6 +46,7 @@ func FuzzShell(f *testing.F) {
 		"git clone https://e.test/a.git && git -C a checkout ${REV}\nwget -qO- https://e.test/x | tar xz\n",
 		"eval \"$(curl -s https://e.test)\"\nsh -c 'sh -c \"pip install y\"'\n",
 		"module load cuda\nml gcc python/3.11\nenroot import docker://u@r#i:1\napptainer pull docker://ubuntu\n",
+		"#!/bin/bash\r\n#SBATCH --container-im 'r.example.com#n/p':1#old -J\r\n#SLURM x\\#y\r\n#SBATCH hetjob --container-image=\"$I\"\r\ncat <<E\n#SBATCH --container-image=a\nE\n",
 	} {
 		f.Add([]byte(s))
 	}

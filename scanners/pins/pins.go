@@ -4,7 +4,9 @@
 // exact version with hashes, or a commit.
 //
 // Every input is parsed with a real parser that keeps line numbers: BuildKit's
-// Dockerfile parser, mvdan.cc/sh for shell and sbatch scripts, a YAML parser
+// Dockerfile parser, mvdan.cc/sh for shell and sbatch scripts (and
+// scanners/slurm for their #SBATCH directives, read as sbatch reads them),
+// a YAML parser
 // for manifests and workflows, a TOML parser for pyproject.toml, and a small
 // Python tokenizer for Python sources. Nothing is executed.
 package pins
@@ -20,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/slurm"
 )
 
 // maxInput is the most bytes of one text file the check reads; the rest is
@@ -32,6 +35,8 @@ type Scanner struct {
 	// at the target, with the artifact's directory inside it; nil when the
 	// check cannot see them.
 	targetFS func(a *scanners.Artifact) (fsys fs.FS, dir string)
+	// sbatch are how #SBATCH directives are read (the site's SPANK options).
+	sbatch []slurm.ParseOption
 }
 
 // Option configures a Scanner.
@@ -46,6 +51,14 @@ type Option func(*Scanner)
 // os.Root) and sees no neighbours for images, repositories and scripts.
 func WithTargetFS(fn func(a *scanners.Artifact) (fsys fs.FS, dir string)) Option {
 	return func(s *Scanner) { s.targetFS = fn }
+}
+
+// WithSpank adds the options of the SPANK plugins installed on the cluster
+// (pyxis' are built in), so that #SBATCH directives are read as that
+// cluster's sbatch reads them: "--plugin-opt VALUE" takes its value and
+// does not end the options before a later --container-image.
+func WithSpank(specs ...slurm.OptionSpec) Option {
+	return func(s *Scanner) { s.sbatch = append(s.sbatch, slurm.WithSpankOptions(specs...)) }
 }
 
 // New returns the pins check.
@@ -231,7 +244,7 @@ func (s *Scanner) scanKind(ctx context.Context, k kind, a *scanners.Artifact, da
 	case kindDockerfile:
 		scanDockerfile(data, r)
 	case kindShell:
-		scanShellFile(data, r, isSbatch(a, data))
+		scanShellFile(data, r, isSbatch(a, data), s.sbatch...)
 	case kindRequirements:
 		s.scanRequirementsFile(ctx, a, data, r)
 	case kindPyproject:

@@ -56,13 +56,13 @@ var ErrNotRewritable = errors.New("not a Dockerfile, sbatch or shell script, Kub
 // becomes name@sha256:…. References built from variables are pinned at
 // their literal assignment when there is one, and otherwise skipped.
 func Rewrite(ctx context.Context, filename string, data []byte, resolve Resolver) (*RewriteResult, error) {
-	sites, err := imageSites(filename, data)
+	sites, skipped, err := imageSites(filename, data)
 	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(sites, func(a, b imageSite) int { return a.start - b.start })
 	sites = slices.CompactFunc(sites, func(a, b imageSite) bool { return a.start == b.start })
-	res := &RewriteResult{}
+	res := &RewriteResult{Skipped: skipped}
 	var out bytes.Buffer
 	last := 0
 	var errs []error
@@ -101,6 +101,7 @@ func Rewrite(ctx context.Context, filename string, data []byte, resolve Resolver
 	}
 	out.Write(data[last:])
 	res.Data = out.Bytes()
+	slices.SortStableFunc(res.Skipped, func(a, b Skipped) int { return a.Line - b.Line })
 	return res, errors.Join(errs...)
 }
 
@@ -118,25 +119,28 @@ func discard(p string) *rep {
 	return (&sink{a: &scanners.Artifact{Path: p}, seen: map[string]bool{}}).whole()
 }
 
-// imageSites finds where image references are written in a file.
-func imageSites(filename string, data []byte) ([]imageSite, error) {
+// imageSites finds where image references are written in a file, and the
+// unpinned ones that must be left alone.
+func imageSites(filename string, data []byte) ([]imageSite, []Skipped, error) {
 	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Path: filename}
 	head := data[:min(len(data), scanners.HeadSize)]
 	var sites []imageSite
+	var skipped []Skipped
 	switch classify(a, head) {
 	case kindDockerfile:
-		return dockerSites(data)
+		ds, err := dockerSites(data)
+		return ds, nil, err
 	case kindShell:
 		st := newShellState()
-		st.sites, st.envSites = &sites, map[string]imageSite{}
+		st.sites, st.envSites, st.skipped = &sites, map[string]imageSite{}, &skipped
 		sc := &shellScan{st: st, r: discard(filename), src: data, sbatch: isSbatch(a, data), root: true}
 		if !sc.run() {
-			return nil, errors.New("shell syntax could not be parsed")
+			return nil, nil, errors.New("shell syntax could not be parsed")
 		}
 	case kindYAML:
 		docs, err := yamlDocs(data)
 		if err != nil {
-			return nil, fmt.Errorf("parse YAML: %w", err)
+			return nil, nil, fmt.Errorf("parse YAML: %w", err)
 		}
 		lines := lineStarts(data)
 		y := &yamlScan{r: discard(filename), budget: maxYAMLNodes}
@@ -175,9 +179,9 @@ func imageSites(filename string, data []byte) ([]imageSite, error) {
 			off += len(l)
 		}
 	default:
-		return nil, ErrNotRewritable
+		return nil, nil, ErrNotRewritable
 	}
-	return sites, nil
+	return sites, skipped, nil
 }
 
 func lineStarts(data []byte) []int {

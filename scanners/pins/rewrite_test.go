@@ -79,8 +79,11 @@ func testRewrite(t *testing.T, host, d string) {
 			"apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n      containers:\n        - name: a # comment\n          image: \"" + H + "/ml/pytorch:24.01\"   # quoted\n        - name: b\n          image: &i " + H + "/ml/base:1\n      initContainers:\n        - {name: c, image: *i}\n",
 			"apiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n      containers:\n        - name: a # comment\n          image: \"" + H + "/ml/pytorch:24.01@" + d + "\"   # quoted\n        - name: b\n          image: &i " + H + "/ml/base:1@" + d + "\n      initContainers:\n        - {name: c, image: *i}\n"},
 		{"sbatch", "train.sbatch",
-			"#!/bin/bash\n#SBATCH --container-image=" + strings.Replace(H, ":", ":", 1) + "#ml/pytorch:24.01\nIMG=" + H + "#ml/base:1\nsrun --container-image \"$IMG\" python t.py\nsrun --container-image=" + H + "#ml/tool:2 \\\n  true\napptainer pull docker://" + H + "/ml/base:1\n",
-			"#!/bin/bash\n#SBATCH --container-image=" + H + "#ml/pytorch@" + d + "\nIMG=" + H + "#ml/base@" + d + "\nsrun --container-image \"$IMG\" python t.py\nsrun --container-image=" + H + "#ml/tool@" + d + " \\\n  true\napptainer pull docker://" + H + "/ml/base@" + d + "\n"},
+			"#!/bin/bash\n#SBATCH --container-image=\"" + H + "#ml/pytorch:24.01\"\nIMG=" + H + "#ml/base:1\nsrun --container-image \"$IMG\" python t.py\nsrun --container-image=" + H + "#ml/tool:2 \\\n  true\napptainer pull docker://" + H + "/ml/base:1\n",
+			"#!/bin/bash\n#SBATCH --container-image=\"" + H + "#ml/pytorch@" + d + "\"\nIMG=" + H + "#ml/base@" + d + "\nsrun --container-image \"$IMG\" python t.py\nsrun --container-image=" + H + "#ml/tool@" + d + " \\\n  true\napptainer pull docker://" + H + "/ml/base@" + d + "\n"},
+		{"sbatch: the part before an unescaped '#'", "job.sbatch",
+			"#!/bin/bash\n#SBATCH -J x --container-image '" + H + "#ml/base:1'#old\n#SBATCH -N1\nsrun true\n",
+			"#!/bin/bash\n#SBATCH -J x --container-image '" + H + "#ml/base@" + d + "'#old\n#SBATCH -N1\nsrun true\n"},
 		{"helm values: whole references only", "chart/values.yaml",
 			"proxyImage: " + H + "/ml/tool:2\nimage:\n  repository: " + H + "/ml/base\n  tag: \"1\"\n",
 			"proxyImage: " + H + "/ml/tool:2@" + d + "\nimage:\n  repository: " + H + "/ml/base\n  tag: \"1\"\n"},
@@ -102,6 +105,26 @@ func testRewrite(t *testing.T, host, d string) {
 			again, err := Rewrite(context.Background(), c.file, res.Data, resolve)
 			if err != nil || string(again.Data) != string(res.Data) || len(again.Edits) != 0 {
 				t.Errorf("second pass changed the file: %v %v", again.Edits, err)
+			}
+		})
+	}
+	// What Slurm never reads is left alone, and Skipped says why.
+	for _, c := range []struct{ name, in, ref, reason string }{
+		{"cut to a registry host", "#!/bin/bash\n#SBATCH --container-image=" + H + "#ml/pytorch:24.01\nsrun true\n",
+			H + "#ml/pytorch:24.01", "Slurm receives only \"" + H + "\""},
+		{"escaped hash", "#!/bin/bash\n#SBATCH --container-image=" + H + "\\#ml/pytorch:24.01\nsrun true\n",
+			H + "#ml/pytorch:24.01", "cannot be rewritten in place"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := Rewrite(context.Background(), "train.sbatch", []byte(c.in), resolve)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(res.Data) != c.in || len(res.Edits) != 0 {
+				t.Errorf("rewritten: %+v\n%s", res.Edits, res.Data)
+			}
+			if len(res.Skipped) != 1 || res.Skipped[0].Line != 2 || res.Skipped[0].Ref != c.ref || !strings.Contains(res.Skipped[0].Reason, c.reason) {
+				t.Errorf("skipped = %+v, want line 2, %q, a reason with %q", res.Skipped, c.ref, c.reason)
 			}
 		})
 	}

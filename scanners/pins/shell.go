@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/mlwarden/mlwarden/scanners/slurm"
 )
 
 // arg is one shell word after quote removal and variable resolution. dyn
@@ -34,6 +36,8 @@ type shellState struct {
 	// that Rewrite can pin them; envSites remembers literal assignments.
 	sites    *[]imageSite
 	envSites map[string]imageSite
+	// skipped, when non-nil, collects references Rewrite must leave alone.
+	skipped *[]Skipped
 }
 
 // imageSite is where an image reference is written in a file.
@@ -71,6 +75,9 @@ type shellScan struct {
 	r      *rep
 	src    []byte
 	sbatch bool
+	// sbatchOpts are how slurm.Parse reads the #SBATCH directives (the
+	// site's SPANK options).
+	sbatchOpts []slurm.ParseOption
 	// dockerfile makes a bare heredoc ("RUN <<EOF") a script, as BuildKit runs it.
 	dockerfile bool
 	// root says src is the file itself, so byte offsets are the file's.
@@ -80,10 +87,11 @@ type shellScan struct {
 // maxShellDepth bounds nesting of sh -c strings and heredocs.
 const maxShellDepth = 8
 
-// scanShellFile checks a whole shell or sbatch script.
-func scanShellFile(data []byte, r *rep, sbatch bool) {
+// scanShellFile checks a whole shell or sbatch script; opts are how an
+// sbatch script's directives are read.
+func scanShellFile(data []byte, r *rep, sbatch bool, opts ...slurm.ParseOption) {
 	st := newShellState()
-	sc := &shellScan{st: st, r: r, src: data, sbatch: sbatch, root: true}
+	sc := &shellScan{st: st, r: r, src: data, sbatch: sbatch, sbatchOpts: opts, root: true}
 	sc.run()
 	st.finish()
 }
@@ -134,6 +142,10 @@ func parseShell(src []byte) (*syntax.File, error) {
 // run parses sc.src and walks it in source order. It reports whether the text
 // parsed.
 func (sc *shellScan) run() bool {
+	if sc.sbatch {
+		// sbatch reads its directives whatever the shell makes of the rest.
+		sc.sbatchImages()
+	}
 	f, err := parseShell(sc.src)
 	if err != nil {
 		line := 0
@@ -147,9 +159,6 @@ func (sc *shellScan) run() bool {
 		}
 		sc.r.add(ruleUnparsed, line, "", fmt.Sprintf("shell syntax could not be parsed (%v), so the commands in it were not checked for pins; fix the syntax", err))
 		return false
-	}
-	if sc.sbatch {
-		sc.sbatchDirectives(f)
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
@@ -716,58 +725,86 @@ func (sc *shellScan) heredocs(s *syntax.Stmt) {
 
 // --- sbatch ---
 
-// sbatchDirectives reads #SBATCH lines before the first command, as Slurm
-// does: later ones are ignored by sbatch and so are not checked here.
-func (sc *shellScan) sbatchDirectives(f *syntax.File) {
-	stop := 1 << 30
-	if len(f.Stmts) > 0 {
-		stop = line(f.Stmts[0].Pos())
-	}
-	for i, l := range strings.Split(string(sc.src), "\n") {
-		if i+1 >= stop {
-			break
-		}
-		rest, ok := strings.CutPrefix(l, "#SBATCH")
-		if !ok {
+// sbatchImages reports the images the script's #SBATCH directives give to
+// pyxis, read as sbatch reads them (scanners/slurm): only before the first
+// command, quotes removed, a value cut at an unescaped '#', options
+// abbreviated, one image per heterogeneous-job component. Every
+// --container-image setting is judged, an overridden one too: it is
+// what runs once the later line goes.
+//
+// A value cut at '#' is judged as what Slurm receives. What is left of
+// Enroot's REGISTRY#IMAGE form is a registry host alone
+// ("registry.example.com"), which names no image: the job fails to start
+// instead of running a movable tag, so pins reports nothing there and the
+// misconfig check's misconfig/sbatch-value-truncated says what Slurm
+// receives and how to quote the value; mlwarden pin leaves it alone and
+// says why. A cut value that still names an image ("ubuntu:22.04#old"
+// gives "ubuntu:22.04") is judged as that image.
+func (sc *shellScan) sbatchImages() {
+	s := slurm.Parse(sc.src, sc.sbatchOpts...)
+	var lines []int // line starts, for Rewrite's sites
+	for _, st := range s.Settings {
+		if st.Name != "container-image" || st.Value == "" {
 			continue
 		}
-		fields := directiveWords(rest)
-		for j, fl := range fields {
-			img := ""
-			switch {
-			case strings.HasPrefix(fl, "--container-image="):
-				img = strings.TrimPrefix(fl, "--container-image=")
-			case fl == "--container-image" && j+1 < len(fields):
-				img = fields[j+1]
-			default:
-				continue
+		img := st.Value
+		if st.Truncated && registryHost(img) {
+			sc.skip(st, s, fmt.Sprintf("an unescaped '#' cuts this #SBATCH value, so Slurm receives only %q (misconfig/sbatch-value-truncated); quote the value or escape the '#' as \\#, then pin it", img))
+			continue
+		}
+		docker, local := pyxisImage(img)
+		if local {
+			continue
+		}
+		sc.r.imageNoTag(st.Line, "#SBATCH --container-image", img, strings.Contains(img, "$"), true)
+		switch {
+		case sc.st.sites == nil || !sc.root:
+		case st.ValueSpan != (slurm.Span{}):
+			if lines == nil {
+				lines = lineStarts(sc.src)
 			}
-			img = strings.Trim(img, `"'`)
-			if _, local := pyxisImage(img); !local {
-				sc.r.imageNoTag(i+1, "#SBATCH --container-image", img, strings.Contains(img, "$"), true)
-				sc.directiveSite(i+1, l, img)
-			}
+			off := lines[st.Line-1]
+			*sc.st.sites = append(*sc.st.sites, imageSite{start: off + st.ValueSpan.Start, end: off + st.ValueSpan.End, line: st.Line, written: img, pyxis: true, digestOnly: true})
+		case !hasDigest(docker):
+			sc.skip(st, s, "it is written with quotes or escapes inside it, or on the line after its option, so it cannot be rewritten in place; pin it by hand")
 		}
 	}
 }
 
-// directiveWords splits the options of an #SBATCH line as sbatch does:
-// words, with quotes removed.
-func directiveWords(s string) []string {
-	f, err := parseShell([]byte(s))
-	if err != nil || len(f.Stmts) == 0 {
-		return strings.Fields(s)
+// skip records, for Rewrite, a directive's image that it must leave alone.
+func (sc *shellScan) skip(st slurm.Setting, s *slurm.Script, reason string) {
+	if sc.st.skipped == nil || !sc.root {
+		return
 	}
-	c, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
-	if !ok {
-		return strings.Fields(s)
+	ref := st.Value
+	for _, d := range s.Directives {
+		if d.Line == st.Line && st.Truncated && d.Truncated != nil {
+			// As written: the option's name and '=' aside.
+			ref = d.Truncated.Written
+			if opt, val, ok := strings.Cut(ref, "="); ok && strings.HasPrefix(opt, "-") {
+				ref = val
+			}
+		}
 	}
-	sc := &shellScan{st: newShellState()}
-	var out []string
-	for _, w := range c.Args {
-		out = append(out, sc.word(w).s)
+	*sc.st.skipped = append(*sc.st.skipped, Skipped{Line: st.Line, Ref: ref, Reason: reason})
+}
+
+// registryHost reports whether ref, in Enroot syntax, is a registry host
+// and nothing else ("registry.example.com", "user@localhost:5000"): no
+// repository path, and a name with a dot or localhost, which Docker Hub's
+// official images never have.
+func registryHost(ref string) bool {
+	if at := strings.LastIndex(ref, "@"); at >= 0 {
+		ref = ref[at+1:] // USER@REGISTRY
 	}
-	return out
+	if ref == "" || strings.ContainsAny(ref, "/#") {
+		return false
+	}
+	host, port, hasPort := strings.Cut(ref, ":")
+	if hasPort && (port == "" || strings.Trim(port, "0123456789") != "") {
+		return false // IMAGE:TAG
+	}
+	return host == "localhost" || strings.Contains(host, ".")
 }
 
 // slurmRun checks srun/salloc/sbatch options and the command srun runs.
@@ -803,19 +840,6 @@ func (sc *shellScan) slurmImage(a arg, value string, ln int) {
 		sc.r.imageNoTag(ln, "srun --container-image", value, a.dyn, true)
 		sc.site(a, value, ln, true, true)
 	}
-}
-
-// directiveSite records the image of an #SBATCH line (line ln, text l).
-func (sc *shellScan) directiveSite(ln int, l, img string) {
-	if sc.st.sites == nil || !sc.root || strings.Count(l, img) != 1 {
-		return
-	}
-	off := 0
-	for i := 1; i < ln; i++ {
-		off += strings.IndexByte(string(sc.src[off:]), '\n') + 1
-	}
-	i := off + strings.Index(l, img)
-	*sc.st.sites = append(*sc.st.sites, imageSite{start: i, end: i + len(img), line: ln, written: img, pyxis: true, digestOnly: true})
 }
 
 // slurmTakesValue says whether a Slurm option given without "=" takes the

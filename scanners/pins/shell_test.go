@@ -43,7 +43,7 @@ func TestShell(t *testing.T) {
 
 func TestSbatch(t *testing.T) {
 	checkCases(t, []tcase{
-		{"directives before first command only", "train.sbatch", "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --container-image=registry.example.com#nvidia/pytorch:24.01-py3\n\nmodule load cuda\nmodule load nccl/2.18.3\n#SBATCH --container-image=ubuntu\nsrun --container-image=/shared/images/pt.sqsh python train.py\n",
+		{"directives before first command only", "train.sbatch", "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --container-image=\"registry.example.com#nvidia/pytorch:24.01-py3\"\n\nmodule load cuda\nmodule load nccl/2.18.3\n#SBATCH --container-image=ubuntu\nsrun --container-image=/shared/images/pt.sqsh python train.py\n",
 			[]string{"image-not-digest@3", "module-unversioned@5"}},
 		{"srun images", "job.sh", "#!/bin/bash\n#SBATCH --gres=gpu:8\nIMG=registry.example.com#nvidia/nemo:24.05\nsrun --mpi=pmix --container-image \"$IMG\" --container-mounts=/data:/data python train.py\nsrun -N 2 --container-image=user@registry.example.com#nvidia/pytorch:sha256:" + digest[7:] + " true\nsrun --container-image=pytorch/pytorch pip install flash-attn\n",
 			[]string{"image-not-digest@4", "image-latest@6", "pip-unpinned@6"}},

@@ -55,9 +55,10 @@ func TestDemo(t *testing.T) {
 		"Dockerfile pins/curl-pipe-shell",
 		"Dockerfile secrets/mlflow-tracking-credentials",
 		"docker/config.json secrets/docker-config-auth",
+		// Line 6's image is cut at '#': Slurm receives only the registry
+		// host, which names no image, so pins judges none there.
 		"train.sbatch misconfig/sbatch-value-truncated",
 		"train.sbatch misconfig/sbatch-directive-ignored",
-		"train.sbatch pins/image-not-digest",
 		"train.sbatch pins/module-unversioned",
 		"train.sbatch pins/pip-extra-index-url",
 		"train.py pins/trust-remote-code",
