@@ -1,0 +1,5 @@
+//go:build !race
+
+package scannertest
+
+const raceEnabled = false
