@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -29,14 +30,21 @@ func TestRequirements(t *testing.T) {
 	})
 }
 
-func TestRequirementsIncludeFollowed(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "base.in.txt"), []byte("requests\n"), 0o644) // not requirements*-named: followed
-	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
-	os.WriteFile(filepath.Join(dir, "sub", "extra.pip"), []byte("-r ../../outside.txt\nflask\n"), 0o644)
-	main := []byte("-r base.in.txt\n-r sub/extra.pip\n-r ../../../etc/passwd\n")
-	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: dir, TargetKind: scanners.KindDir, Path: "requirements.txt"}
-	found, err := scanners.ScanBytes(context.Background(), New(), a, main)
+// openRoot is dir as a source hands it to checks: an os.Root's FS.
+func openRoot(t *testing.T, dir string) fs.FS {
+	t.Helper()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r.FS()
+}
+
+// findingPaths scans one artifact and returns "path:rule" for each finding.
+func findingPaths(t *testing.T, a *scanners.Artifact, data []byte) []string {
+	t.Helper()
+	found, err := scanners.ScanBytes(context.Background(), New(), a, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,36 +53,89 @@ func TestRequirementsIncludeFollowed(t *testing.T) {
 		got = append(got, f.Path+":"+f.RuleID)
 	}
 	slices.Sort(got)
+	return got
+}
+
+func TestRequirementsIncludeFollowed(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "base.in.txt"), []byte("requests\n"), 0o644) // not requirements*-named: followed
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "sub", "extra.pip"), []byte("-r ../../outside.txt\nflask\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "requirements-dev.txt"), []byte("pytest\n"), 0o644) // its own artifact: not followed
+	main := []byte("-r base.in.txt\n-r sub/extra.pip\n-r requirements-dev.txt\n-r ../../../etc/passwd\n")
 	want := []string{"base.in.txt:pins/pip-unpinned", "sub/extra.pip:pins/pip-unpinned"}
-	if !slices.Equal(got, want) {
-		t.Errorf("got %v, want %v", got, want)
+	for _, kind := range []scanners.TargetKind{scanners.KindDir, scanners.KindRepo} {
+		a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: dir, TargetKind: kind, Path: "requirements.txt", FS: openRoot(t, dir)}
+		if got := findingPaths(t, a, main); !slices.Equal(got, want) {
+			t.Errorf("%s target: got %v, want %v", kind, got, want)
+		}
+	}
+	// A single-file target is rooted at the file's directory, and follows
+	// every include it can read.
+	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: filepath.Join(dir, "requirements.txt"), TargetKind: scanners.KindFile, Path: "requirements.txt", FS: openRoot(t, dir)}
+	want = []string{"base.in.txt:pins/pip-unpinned", "requirements-dev.txt:pins/pip-unpinned", "sub/extra.pip:pins/pip-unpinned"}
+	if got := findingPaths(t, a, main); !slices.Equal(got, want) {
+		t.Errorf("file target: got %v, want %v", got, want)
+	}
+}
+
+// TestNeighboursThroughFS: the check reads neighbours through Artifact.FS,
+// never through Target, which is only the report's display name.
+func TestNeighboursThroughFS(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "svc"), 0o755)
+	os.WriteFile(filepath.Join(dir, "svc", "uv.lock"), []byte("version = 1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "svc", "base.in"), []byte("requests\n"), 0o644)
+	pp := []byte("[project]\nname = \"x\"\ndependencies = [\"torch>=2.1\"]\n")
+	gone := filepath.Join(dir, "no such directory") // what the report calls the target
+	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: gone, TargetKind: scanners.KindDir, Path: "svc/pyproject.toml", FS: openRoot(t, dir)}
+	if got := findingPaths(t, a, pp); len(got) != 0 {
+		t.Errorf("pyproject.toml with uv.lock beside it: %v", got)
+	}
+	a.Path = "svc/requirements.txt"
+	if got, want := findingPaths(t, a, []byte("-r base.in\n")), []string{"svc/base.in:pins/pip-unpinned"}; !slices.Equal(got, want) {
+		t.Errorf("include beside it: got %v, want %v", got, want)
+	}
+	// And Target is never opened: with no FS there are no neighbours, even
+	// when Target names the real directory.
+	a = &scanners.Artifact{Kind: scanners.ArtifactFile, Target: dir, TargetKind: scanners.KindDir, Path: "svc/requirements.txt"}
+	if got := findingPaths(t, a, []byte("-r base.in\n")); len(got) != 0 {
+		t.Errorf("without FS: %v", got)
 	}
 }
 
 func TestPyproject(t *testing.T) {
 	pp := "[project]\nname = \"x\"\ndependencies = [\n  \"torch>=2.1\",\n  \"numpy==1.26.4\",\n  \"lib @ git+https://example.test/o/lib.git@main\",\n]\n[project.optional-dependencies]\ndev = [\"pytest\"]\n[tool.poetry.dependencies]\npython = \"^3.10\"\nrequests = \"^2.31\"\n"
-	got, _ := scanText(t, "pyproject.toml", pp)
+	got, fs := scanText(t, "pyproject.toml", pp)
 	want := []string{"pyproject-unlocked@4", "vcs-unpinned@6"}
 	if !slices.Equal(got, want) {
 		t.Errorf("no lock: got %v, want %v", got, want)
 	}
+	for _, f := range fs {
+		if f.RuleID == rulePyprojectNoLock.ID && !strings.Contains(f.Message, "could be seen") {
+			t.Errorf("without a file system the message should say no lock could be seen: %s", f.Message)
+		}
+	}
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "svc"), 0o755)
 	os.WriteFile(filepath.Join(dir, "svc", "uv.lock"), []byte("version = 1\n"), 0o644)
-	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: dir, TargetKind: scanners.KindDir, Path: "svc/pyproject.toml"}
-	if found, _ := scanners.ScanBytes(context.Background(), New(), a, []byte(pp)); len(found) != 0 {
-		t.Errorf("with uv.lock beside it: %v", found)
+	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: dir, TargetKind: scanners.KindDir, Path: "svc/pyproject.toml", FS: openRoot(t, dir)}
+	if got := findingPaths(t, a, []byte(pp)); len(got) != 0 {
+		t.Errorf("with uv.lock beside it: %v", got)
 	}
-	// The option lets a caller (an image source, say) show what sits beside it.
+	a.FS = openRoot(t, t.TempDir())
+	if got := findingPaths(t, a, []byte(pp)); len(got) != 2 {
+		t.Errorf("with no lock beside it: %v", got)
+	}
+	// Any file system will do (an image source could give one).
 	a.TargetKind = scanners.KindImage
-	withLock := WithTargetFS(func(*scanners.Artifact) (fs.FS, string) {
-		return fstest.MapFS{"svc/poetry.lock": {Data: []byte("x")}}, "svc"
-	})
-	if fs, _ := scanners.ScanBytes(context.Background(), New(withLock), a, []byte(pp)); len(fs) != 0 {
-		t.Errorf("with poetry.lock through WithTargetFS: %v", fs)
+	a.FS = fstest.MapFS{"svc/poetry.lock": {Data: []byte("x")}}
+	if got := findingPaths(t, a, []byte(pp)); len(got) != 0 {
+		t.Errorf("with poetry.lock in a MapFS: %v", got)
 	}
-	if fs, _ := scanners.ScanBytes(context.Background(), New(), a, []byte(pp)); len(fs) != 2 {
-		t.Errorf("image target without neighbours: %v", fs)
+	a.FS = nil
+	if got := findingPaths(t, a, []byte(pp)); len(got) != 2 {
+		t.Errorf("image target without neighbours: %v", got)
 	}
 }
 

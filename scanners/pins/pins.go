@@ -15,10 +15,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/mlwarden/mlwarden/scanners"
@@ -30,28 +27,18 @@ import (
 const maxInput = 8 << 20
 
 // Scanner is the pins check. It is safe for concurrent use.
+//
+// Files beside an artifact (the lock file next to a pyproject.toml, the files
+// a requirements file includes with -r/-c) are read through the artifact's
+// FS, the target's root, when its source gives one; without it (images,
+// git history, streams) the check sees no neighbours.
 type Scanner struct {
-	// targetFS returns a file system holding the artifact's neighbours, rooted
-	// at the target, with the artifact's directory inside it; nil when the
-	// check cannot see them.
-	targetFS func(a *scanners.Artifact) (fsys fs.FS, dir string)
 	// sbatch are how #SBATCH directives are read (the site's SPANK options).
 	sbatch []slurm.ParseOption
 }
 
 // Option configures a Scanner.
 type Option func(*Scanner)
-
-// WithTargetFS sets how the check reaches files beside an artifact: the lock
-// file next to a pyproject.toml and the files a requirements file includes
-// with -r/-c. fn returns a file system rooted at the target and the
-// artifact's directory inside it (slash-separated, "." for the root), or a nil
-// file system when the neighbours cannot be seen. By default the check looks
-// on disk for directory and file targets (confined to the target with
-// os.Root) and sees no neighbours for images, repositories and scripts.
-func WithTargetFS(fn func(a *scanners.Artifact) (fsys fs.FS, dir string)) Option {
-	return func(s *Scanner) { s.targetFS = fn }
-}
 
 // WithSpank adds the options of the SPANK plugins installed on the cluster
 // (pyxis' are built in), so that #SBATCH directives are read as that
@@ -63,45 +50,11 @@ func WithSpank(specs ...slurm.OptionSpec) Option {
 
 // New returns the pins check.
 func New(opts ...Option) *Scanner {
-	s := &Scanner{targetFS: diskTargetFS}
+	s := &Scanner{}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
-}
-
-// diskTargetFS opens the directory or file target on disk, confined to it.
-func diskTargetFS(a *scanners.Artifact) (fs.FS, string) {
-	switch a.TargetKind {
-	case scanners.KindDir:
-		return rootFS(a.Target), path.Dir(a.Path)
-	case scanners.KindFile:
-		return rootFS(filepath.Dir(a.Target)), "."
-	}
-	return nil, ""
-}
-
-// rootFS is a directory on disk read through os.Root, so that no name (with
-// "..", or a symlink) reaches outside it. Each call opens the root afresh, so
-// nothing stays open between calls.
-type rootFS string
-
-func (d rootFS) Open(name string) (fs.File, error) {
-	r, err := os.OpenRoot(string(d))
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return r.Open(name)
-}
-
-func (d rootFS) Stat(name string) (fs.FileInfo, error) {
-	r, err := os.OpenRoot(string(d))
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return r.Stat(name)
 }
 
 // Check returns "pins".

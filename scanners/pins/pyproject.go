@@ -42,19 +42,16 @@ func lineOf(data []byte, needle string) int {
 // hasLock reports whether a lock file sits beside the artifact, and whether
 // the check could look at all.
 func (s *Scanner) hasLock(a *scanners.Artifact) (found, known bool) {
-	if s.targetFS == nil {
+	if a.FS == nil {
 		return false, false
 	}
-	fsys, dir := s.targetFS(a)
-	if fsys == nil {
-		return false, false
-	}
+	dir := path.Dir(a.Path)
 	for _, l := range lockFiles {
-		if _, err := fs.Stat(fsys, path.Join(dir, l)); err == nil {
+		if _, err := fs.Stat(a.FS, path.Join(dir, l)); err == nil {
 			return true, true
 		}
 	}
-	if m, _ := fs.Glob(fsys, path.Join(dir, "pylock.*.toml")); len(m) > 0 {
+	if m, _ := fs.Glob(a.FS, path.Join(dir, "pylock.*.toml")); len(m) > 0 {
 		return true, true
 	}
 	return false, true

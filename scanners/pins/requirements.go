@@ -152,13 +152,8 @@ const maxIncludeDepth = 8
 // scanRequirementsFile checks a requirements or constraints file and the
 // files it includes with -r/-c when they can be read.
 func (s *Scanner) scanRequirementsFile(ctx context.Context, a *scanners.Artifact, data []byte, r *rep) {
-	var fsys fs.FS
-	dir := ""
-	if s.targetFS != nil {
-		fsys, dir = s.targetFS(a)
-	}
-	seen := map[string]bool{path.Join(dir, scanners.Base(a.Path)): true}
-	s.requirements(ctx, a, data, r, fsys, dir, seen, 0)
+	seen := map[string]bool{path.Clean(a.Path): true}
+	s.requirements(ctx, a, data, r, a.FS, path.Dir(a.Path), seen, 0)
 }
 
 func (s *Scanner) requirements(ctx context.Context, a *scanners.Artifact, data []byte, r *rep, fsys fs.FS, dir string, seen map[string]bool, depth int) {
@@ -231,9 +226,10 @@ func (s *Scanner) requirements(ctx context.Context, a *scanners.Artifact, data [
 	}
 }
 
-// include follows -r/-c FILE. A requirements-like file inside a directory
-// target is checked as its own artifact, so only the others are followed
-// here; a single-file target follows every include it can read.
+// include follows -r/-c FILE through fsys, the target's root. A
+// requirements-like file inside a directory or a repository's working tree
+// is checked as its own artifact, so only the others are followed here; a
+// single-file target follows every include it can read.
 func (s *Scanner) include(ctx context.Context, a *scanners.Artifact, r *rep, fsys fs.FS, dir, rel string, seen map[string]bool, depth int) {
 	if fsys == nil || rel == "" || strings.Contains(rel, "://") || strings.HasPrefix(rel, "/") || depth >= maxIncludeDepth {
 		return
@@ -243,7 +239,7 @@ func (s *Scanner) include(ctx context.Context, a *scanners.Artifact, r *rep, fsy
 		return
 	}
 	seen[p] = true
-	if a.TargetKind == scanners.KindDir && classify(&scanners.Artifact{Kind: scanners.ArtifactFile, Path: p}, nil) == kindRequirements {
+	if a.TargetKind != scanners.KindFile && classify(&scanners.Artifact{Kind: scanners.ArtifactFile, Path: p}, nil) == kindRequirements {
 		return
 	}
 	data, err := fs.ReadFile(fsys, p)
