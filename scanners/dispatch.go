@@ -22,6 +22,7 @@ type Dispatcher struct {
 	workers  int
 	memLimit int64
 	tempDir  string
+	inline   func(a *Artifact, data []byte, fs []Finding)
 }
 
 // Option configures a Dispatcher.
@@ -45,6 +46,13 @@ func WithMemoryLimit(n int64) Option {
 // WithTempDir sets where large streamed content is spooled (default os.TempDir).
 func WithTempDir(dir string) Option {
 	return func(d *Dispatcher) { d.tempDir = dir }
+}
+
+// WithInlineSuppression sets fn to see each artifact's findings while its
+// whole content is in memory (files up to SmallFile and small streams), to
+// mark those that a comment on their line suppresses (suppress.Inline).
+func WithInlineSuppression(fn func(a *Artifact, data []byte, fs []Finding)) Option {
+	return func(d *Dispatcher) { d.inline = fn }
 }
 
 // NewDispatcher returns a dispatcher over the given scanners.
@@ -183,7 +191,9 @@ func (s *sink) Artifact(a *Artifact, r io.Reader) error {
 		return err
 	}
 	scrubSecrets(found)
-	applyInlineIgnores(a, c, found)
+	if s.d.inline != nil && c.data != nil {
+		s.d.inline(a, c.data, found)
+	}
 	s.add(found)
 	return nil
 }
@@ -327,53 +337,4 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 	}
 	o.ra, o.size = bytes.NewReader(o.data), int64(len(o.data))
 	return o, nop, nil
-}
-
-// InlineIgnore is the marker that suppresses a rule on one line:
-// "mlwarden:ignore RULE-ID" (several IDs may follow, separated by commas or
-// spaces; with none, every rule on that line).
-const InlineIgnore = "mlwarden:ignore"
-
-func applyInlineIgnores(a *Artifact, c *opened, fs []Finding) {
-	if c.data == nil || len(fs) == 0 || !bytes.Contains(c.data, []byte(InlineIgnore)) {
-		return
-	}
-	lines := bytes.Split(c.data, []byte{'\n'})
-	for i := range fs {
-		f := &fs[i]
-		if f.Line <= 0 || f.Path != a.Path {
-			continue
-		}
-		idx := f.Line // content line for plain files
-		if a.Lines != nil {
-			idx = slices.Index(a.Lines, f.Line) + 1
-		}
-		if idx <= 0 || idx > len(lines) {
-			continue
-		}
-		if ignores(lines[idx-1], f.RuleID) {
-			f.Suppressed = "inline " + InlineIgnore + " comment"
-		}
-	}
-}
-
-// ignores reports whether line carries an inline ignore marker that covers
-// rule.
-func ignores(line []byte, rule string) bool {
-	_, rest, ok := bytes.Cut(line, []byte(InlineIgnore))
-	if !ok {
-		return false
-	}
-	fields := strings.FieldsFunc(string(rest), func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
-	ids := 0
-	for _, fld := range fields {
-		if !strings.Contains(fld, "/") {
-			break // the IDs end where prose begins
-		}
-		ids++
-		if fld == rule || strings.TrimRight(fld, "*") == strings.SplitN(rule, "/", 2)[0]+"/" {
-			return true
-		}
-	}
-	return ids == 0
 }

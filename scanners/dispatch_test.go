@@ -158,28 +158,6 @@ func TestDispatcherPanicIsAnError(t *testing.T) {
 	}
 }
 
-func TestInlineIgnore(t *testing.T) {
-	src := newSource(false, map[string][]byte{"x.sh": []byte(strings.Join([]string{
-		"needle",
-		"needle # mlwarden:ignore a/word test fixture",
-		"needle # mlwarden:ignore b/word",
-		"needle # mlwarden:ignore",
-		"needle # mlwarden:ignore a/* all of check a",
-	}, "\n"))})
-	res := scanners.NewDispatcher([]scanners.Scanner{wordScanner{check: "a", word: "needle"}}).Run(context.Background(), src)
-	var got []string
-	for _, f := range res.Findings {
-		got = append(got, fmt.Sprintf("%d:%v", f.Line, f.Suppressed != ""))
-	}
-	want := "[1:false 2:true 3:false 4:true 5:true]"
-	if fmt.Sprint(got) != want {
-		t.Errorf("got %v, want %s", got, want)
-	}
-	if res.Summary.High != 2 || res.Summary.Suppressed != 3 {
-		t.Errorf("summary %+v", res.Summary)
-	}
-}
-
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
 		"hf_abcdefghijklmnopqrstuvwxyz0123456789": "hf_a…89",

@@ -19,16 +19,88 @@ import (
 	"github.com/mlwarden/mlwarden/scanners/slurm"
 )
 
+// Check is one built-in check: its name and how to build it. A check may
+// build more than one scanner (misconfig reads batch scripts with the slurm
+// package's scanner too).
+type Check struct {
+	Name string
+	New  func(o Options, b *built) ([]scanners.Scanner, error)
+}
+
+// built is what checks built earlier share with later ones: the secrets
+// engine, which the models check hands the strings it finds inside models.
+type built struct {
+	enabled []string
+	secrets *secrets.Scanner
+}
+
+func (b *built) on(name string) bool { return slices.Contains(b.enabled, name) }
+
+// sharedSecrets builds the secrets engine once, for the secrets check and
+// for the models check's strings.
+func (b *built) sharedSecrets(o Options) (*secrets.Scanner, error) {
+	if b.secrets != nil {
+		return b.secrets, nil
+	}
+	opts := o.Secrets
+	if o.SecretsConfig != "" {
+		opts = append(opts, secrets.WithConfigFile(o.SecretsConfig))
+	}
+	sec, err := secrets.New(opts...)
+	if err != nil {
+		return nil, err
+	}
+	b.secrets = sec
+	return sec, nil
+}
+
+func one(s scanners.Scanner) []scanners.Scanner { return []scanners.Scanner{s} }
+
+// Checks is the table of built-in checks, in the order they run and are
+// documented. Adding a check means adding a row here (docs/new-check.md).
+func Checks() []Check {
+	return []Check{
+		{scanners.CheckSecrets, func(o Options, b *built) ([]scanners.Scanner, error) {
+			sec, err := b.sharedSecrets(o)
+			return one(sec), err
+		}},
+		{scanners.CheckPins, func(o Options, _ *built) ([]scanners.Scanner, error) {
+			return one(pins.New(o.Pins...)), nil
+		}},
+		{scanners.CheckModels, func(o Options, b *built) ([]scanners.Scanner, error) {
+			opts := o.Models
+			if b.on(scanners.CheckSecrets) {
+				// Strings inside models (pickled training args, safetensors
+				// metadata) go to the secrets check.
+				sec, err := b.sharedSecrets(o)
+				if err != nil {
+					return nil, err
+				}
+				opts = append([]models.Option{models.WithStrings(sec.ScanBytes)}, opts...)
+			}
+			return one(models.New(opts...)), nil
+		}},
+		{scanners.CheckSignatures, func(o Options, _ *built) ([]scanners.Scanner, error) {
+			s, err := signatures.New(o.Signatures...)
+			return one(s), err
+		}},
+		{scanners.CheckCUDA, func(o Options, _ *built) ([]scanners.Scanner, error) {
+			s, err := cuda.New(o.CUDA...)
+			return one(s), err
+		}},
+		{scanners.CheckMisconfig, func(o Options, _ *built) ([]scanners.Scanner, error) {
+			return []scanners.Scanner{misconfig.New(o.Misconfig...), slurm.New(o.Slurm...)}, nil
+		}},
+	}
+}
+
 // Names lists the checks, in the order they run and are documented.
 func Names() []string {
-	return []string{
-		scanners.CheckSecrets,
-		scanners.CheckPins,
-		scanners.CheckModels,
-		scanners.CheckSignatures,
-		scanners.CheckCUDA,
-		scanners.CheckMisconfig,
+	var out []string
+	for _, c := range Checks() {
+		out = append(out, c.Name)
 	}
+	return out
 }
 
 // Options configures the checks.
@@ -71,7 +143,7 @@ func ParseChecks(list string) ([]string, error) {
 	return out, nil
 }
 
-// New builds the enabled checks.
+// New builds the enabled checks, in the table's order.
 func New(o Options) ([]scanners.Scanner, error) {
 	enabled := o.Checks
 	if len(enabled) == 0 {
@@ -82,51 +154,17 @@ func New(o Options) ([]scanners.Scanner, error) {
 			return nil, fmt.Errorf("unknown check %q (valid: %s)", c, strings.Join(Names(), ", "))
 		}
 	}
-	on := func(c string) bool { return slices.Contains(enabled, c) }
-
+	b := &built{enabled: enabled}
 	var out []scanners.Scanner
-	var sec *secrets.Scanner
-	if on(scanners.CheckSecrets) || on(scanners.CheckModels) {
-		opts := o.Secrets
-		if o.SecretsConfig != "" {
-			opts = append(opts, secrets.WithConfigFile(o.SecretsConfig))
+	for _, c := range Checks() {
+		if !b.on(c.Name) {
+			continue
 		}
-		var err error
-		if sec, err = secrets.New(opts...); err != nil {
-			return nil, fmt.Errorf("secrets check: %w", err)
-		}
-	}
-	if on(scanners.CheckSecrets) {
-		out = append(out, sec)
-	}
-	if on(scanners.CheckPins) {
-		out = append(out, pins.New(o.Pins...))
-	}
-	if on(scanners.CheckModels) {
-		opts := o.Models
-		if on(scanners.CheckSecrets) {
-			// Strings inside models (pickled training args, safetensors
-			// metadata) go to the secrets check.
-			opts = append([]models.Option{models.WithStrings(sec.ScanBytes)}, opts...)
-		}
-		out = append(out, models.New(opts...))
-	}
-	if on(scanners.CheckSignatures) {
-		s, err := signatures.New(o.Signatures...)
+		scs, err := c.New(o, b)
 		if err != nil {
-			return nil, fmt.Errorf("signatures check: %w", err)
+			return nil, fmt.Errorf("%s check: %w", c.Name, err)
 		}
-		out = append(out, s)
-	}
-	if on(scanners.CheckCUDA) {
-		s, err := cuda.New(o.CUDA...)
-		if err != nil {
-			return nil, fmt.Errorf("cuda check: %w", err)
-		}
-		out = append(out, s)
-	}
-	if on(scanners.CheckMisconfig) {
-		out = append(out, misconfig.New(o.Misconfig...), slurm.New(o.Slurm...))
+		out = append(out, scs...)
 	}
 	return out, nil
 }

@@ -532,3 +532,10 @@ var (
 	_ scanners.Scanner      = (*Scanner)(nil)
 	_ scanners.BytesScanner = (*Scanner)(nil).ScanBytes
 )
+
+// GitleaksRuleID returns the gitleaks rule id behind one of the check's
+// rule IDs ("secrets/huggingface-token" → "huggingface-access-token").
+func (s *Scanner) GitleaksRuleID(ruleID string) (string, bool) {
+	id, ok := s.gitleaksID[ruleID]
+	return id, ok
+}

@@ -86,6 +86,9 @@ func OpenFS(path string, o Options) (scanners.Source, error) {
 // pipeline closes sources last.
 func (s *fsSource) Close() error { return s.rootDir.Close() }
 
+// FS is the target's root, as checks get it in Artifact.FS.
+func (s *fsSource) FS() fs.FS { return s.fsys }
+
 func (s *fsSource) Target() scanners.Target {
 	k := scanners.KindDir
 	if s.single {

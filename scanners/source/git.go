@@ -53,6 +53,9 @@ type gitSource struct {
 	rootFS fs.FS
 }
 
+// FS is a local checkout's working tree once walked (nil for clones).
+func (s *gitSource) FS() fs.FS { return s.rootFS }
+
 // Close releases the working tree's root, once the run is over.
 func (s *gitSource) Close() error {
 	if s.root == nil {

@@ -1,4 +1,4 @@
-package secrets
+package suppress
 
 import (
 	"bufio"
@@ -67,11 +67,4 @@ func (ig GitleaksIgnore) Apply(res *scanners.Result, target string, gitleaksID f
 		}
 	}
 	return n
-}
-
-// GitleaksRuleID returns the gitleaks rule id behind one of the check's
-// rule IDs ("secrets/huggingface-token" → "huggingface-access-token").
-func (s *Scanner) GitleaksRuleID(ruleID string) (string, bool) {
-	id, ok := s.gitleaksID[ruleID]
-	return id, ok
 }

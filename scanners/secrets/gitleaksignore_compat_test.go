@@ -11,6 +11,7 @@ import (
 	"github.com/zricethezav/gitleaks/v8/sources"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/suppress"
 )
 
 // TestGitleaksIgnoreCompat writes a .gitleaksignore from the fingerprints
@@ -46,7 +47,7 @@ func TestGitleaksIgnoreCompat(t *testing.T) {
 	if len(ignore) != 2 {
 		t.Fatalf("gitleaks found %d findings to ignore (%v), want 2", len(ignore), found)
 	}
-	ig := ParseGitleaksIgnore([]byte("# reviewed\n\n" + strings.Join(ignore, "\n") + "\n"))
+	ig := suppress.ParseGitleaksIgnore([]byte("# reviewed\n\n" + strings.Join(ignore, "\n") + "\n"))
 
 	res := &scanners.Result{}
 	for name, body := range files {
@@ -91,7 +92,7 @@ func TestGitleaksIgnoreEntries(t *testing.T) {
 		{"other rule", "a/b.env:generic-api-key:3", find("a/b.env", "", 3), false},
 	} {
 		res := &scanners.Result{Findings: []scanners.Finding{tt.f}}
-		ParseGitleaksIgnore([]byte(tt.entry)).Apply(res, "repo", s.GitleaksRuleID)
+		suppress.ParseGitleaksIgnore([]byte(tt.entry)).Apply(res, "repo", s.GitleaksRuleID)
 		if got := res.Findings[0].Suppressed != ""; got != tt.want {
 			t.Errorf("%s: suppressed = %v, want %v", tt.name, got, tt.want)
 		}

@@ -1,0 +1,274 @@
+// Package config declares every setting of mlwarden once — its flag, its
+// key in .mlwarden.yaml, its environment variable, its default and its help
+// text — and resolves them for one command from the command line, the
+// environment and the config file, in that order of precedence. It also
+// reads .mlwarden.yaml: every key is a declared setting, an ignore entry or
+// a section that its owner decodes; anything else is an error naming the
+// file, the line and the key.
+//
+// The command line (cmd/mlwarden/cli) binds the table to its flags and
+// prints --help from it; the README's flag table is generated from it
+// (TestREADMEFlagTable). Library packages never import cobra: this package
+// knows nothing of flag parsing, only of the values a user set.
+package config
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/mlwarden/mlwarden/scanners/catalog"
+)
+
+// Type says how a setting's value is written and read.
+type Type int
+
+// Setting types.
+const (
+	// String is one string.
+	String Type = iota
+	// Bool is true or false; as a flag it takes no value.
+	Bool
+	// Int is a whole number.
+	Int
+	// Duration is a Go duration ("90s", "10m"); 0 means no limit.
+	Duration
+	// Size is a byte size with an optional unit (500MB, 2GiB); see ParseSize.
+	Size
+	// Severity is a severity name, or "none" where the setting allows it.
+	Severity
+	// List is a comma list on the command line and in the environment, a
+	// YAML list (or a comma string) in the config file.
+	List
+	// Strings is a repeatable flag; in the environment and the config file
+	// it is a list as for List.
+	Strings
+	// Path is the path of a file that must exist. In the config file a
+	// relative path is relative to the config file's directory.
+	Path
+)
+
+func (t Type) String() string {
+	return [...]string{"string", "bool", "int", "duration", "size", "severity", "list", "strings", "path"}[t]
+}
+
+// Setting is one setting, declared once.
+type Setting struct {
+	// Name is the flag name ("fail-on") and the setting's name everywhere.
+	Name string
+	// Short is the one-letter flag, if any ("f").
+	Short string
+	// Key is the setting's key in .mlwarden.yaml, dotted for a key inside
+	// a section ("cuda.host"); empty when the setting is not read from the
+	// config file (what to run, where to write, per-invocation input).
+	Key string
+	// NoEnv marks a setting not read from the environment; all others are
+	// read from MLWARDEN_<NAME> (upper case, "-" as "_").
+	NoEnv bool
+	Type  Type
+	// Default is the value when nothing sets it, as a user would write it.
+	Default string
+	// Choices, when set, are the only values allowed (each element of a
+	// List). "all" in a list of checks stands for every one.
+	Choices []string
+	// Help is the one line that --help and the README show.
+	Help string
+	// Commands lists the commands that take the setting ("scan", "sbatch",
+	// "serve", "pin", "rules", "version", "cuda check", "cuda host").
+	Commands []string
+	// PerCommand overrides Default, Choices or Help for one command.
+	PerCommand map[string]Override
+}
+
+// Override is what differs for one command.
+type Override struct {
+	Default string
+	Choices []string
+	Help    string
+}
+
+// Env is the environment variable the setting is read from ("" for none).
+func (s Setting) Env() string {
+	if s.NoEnv {
+		return ""
+	}
+	return "MLWARDEN_" + strings.ToUpper(strings.ReplaceAll(s.Name, "-", "_"))
+}
+
+// For returns the setting as command cmd sees it, its overrides applied.
+func (s Setting) For(cmd string) Setting {
+	o, ok := s.PerCommand[cmd]
+	if !ok {
+		return s
+	}
+	if o.Default != "" {
+		s.Default = o.Default
+	}
+	if o.Choices != nil {
+		s.Choices = o.Choices
+	}
+	if o.Help != "" {
+		s.Help = o.Help
+	}
+	return s
+}
+
+// AllowsNone reports whether a severity setting accepts "none".
+func (s Setting) AllowsNone() bool { return s.Type == Severity && slices.Contains(s.Choices, "none") }
+
+// Commands that take settings.
+const (
+	CmdScan     = "scan"
+	CmdSbatch   = "sbatch"
+	CmdServe    = "serve"
+	CmdPin      = "pin"
+	CmdRules    = "rules"
+	CmdVersion  = "version"
+	CmdCUDA     = "cuda check"
+	CmdCUDAHost = "cuda host"
+)
+
+// All is the table: every setting of every command, in the order --help
+// and the README list them.
+func All() []Setting {
+	severities := []string{"critical", "high", "medium", "low", "info", "none"}
+	checks := append([]string{"all"}, catalog.Names()...)
+	scanning := []string{CmdScan, CmdSbatch, CmdServe}
+	// The report formats of scan (reports.Formats; kept here so that the
+	// table does not import the writers; a test keeps them equal).
+	reportFormats := []string{"text", "json", "sarif"}
+	return []Setting{
+		// What to run.
+		{Name: "checks", Key: "checks", Type: List, Default: "all", Choices: checks, Commands: scanning,
+			Help:       "comma list of checks to run: " + strings.Join(catalog.Names(), ", ") + ", or all",
+			PerCommand: map[string]Override{CmdSbatch: {Default: "secrets,pins,misconfig"}}},
+		{Name: "config", NoEnv: false, Type: Path, Commands: []string{CmdScan, CmdSbatch, CmdServe},
+			Help: "config file in .mlwarden.yaml format (default: .mlwarden.yaml in the scanned directory, then in the current one)",
+			PerCommand: map[string]Override{
+				CmdSbatch: {Help: "config file in .mlwarden.yaml format: checks, fail-on, ignore entries, sbatch settings"},
+				CmdServe:  {Help: "config file: .mlwarden.yaml format with a serve: section (policies, namespaces, events, store), or a server config file"},
+			}},
+		{Name: "no-target-config", Type: Bool, Default: "false", Commands: []string{CmdScan},
+			Help: "never read a .mlwarden.yaml from a scanned directory (CI on untrusted pull requests); --config still applies"},
+		{Name: "fail-on", Key: "fail-on", Type: Severity, Default: "high", Choices: severities, Commands: []string{CmdScan, CmdSbatch},
+			Help:       "exit 1 when a finding is at or above this severity: critical, high, medium, low, info, or none (never)",
+			PerCommand: map[string]Override{CmdSbatch: {Help: "reject the job (exit 1) at or above this severity: critical, high, medium, low, info, or none (never)"}}},
+		{Name: "baseline", Key: "baseline", Type: Path, Commands: []string{CmdScan},
+			Help: "a previous JSON report: its findings are suppressed"},
+		{Name: "max-file-size", Key: "max-file-size", Type: Size, Default: "64GiB", Commands: []string{CmdScan, CmdServe},
+			Help: "largest file to scan (e.g. 500MB, 2GiB); larger files are reported as errors, never skipped silently"},
+		{Name: "secrets-config", Key: "secrets.config", Type: Path, Commands: scanning,
+			Help: "extra secret rules in gitleaks TOML format, extending the built-in set"},
+		{Name: "workers", Key: "workers", Type: Int, Default: "0", Commands: scanning,
+			Help: "files, layers and checks to work on at once (0: the number of CPUs)",
+			PerCommand: map[string]Override{
+				CmdSbatch: {Help: "with --serve: scripts to check at once (0: the number of CPUs, at least 2)"},
+			}},
+		{Name: "timeout", Key: "timeout", Type: Duration, Default: "0", Commands: scanning,
+			Help: "the most the whole run may take, e.g. 10m (0: no limit); past it the run stops and exits 2",
+			PerCommand: map[string]Override{
+				CmdSbatch: {Default: "10s", Help: "the most one check may take; past it the check exits 2 (could not check)"},
+				CmdServe:  {Default: "10m", Help: "the most one queued image scan may take (inline admission scans have serve.scan-deadline)"},
+			}},
+
+		// Output.
+		{Name: "format", Short: "f", Type: String, Default: "text", Choices: reportFormats,
+			Commands: []string{CmdScan, CmdSbatch, CmdRules, CmdVersion, CmdCUDA, CmdCUDAHost},
+			Help:     "output format: text, json, sarif",
+			PerCommand: map[string]Override{
+				CmdSbatch:   {Help: "output format: text (one short line per finding, for the submit hook), json, sarif"},
+				CmdRules:    {Choices: []string{"text", "json"}, Help: "output format: text, json"},
+				CmdVersion:  {Choices: []string{"text", "json"}, Help: "output format: text, json"},
+				CmdCUDA:     {Choices: []string{"text", "json"}, Help: "output format: text, json"},
+				CmdCUDAHost: {Default: "yaml", Choices: []string{"yaml", "json", "text"}, Help: "output format: yaml, json, text"},
+			}},
+		{Name: "output", Short: "o", Type: String, NoEnv: true, Commands: []string{CmdScan, CmdSbatch},
+			Help: "write the report to this file instead of standard output"},
+		{Name: "show-suppressed", Type: Bool, Default: "false", Commands: []string{CmdScan},
+			Help: "list suppressed findings in the text format too"},
+
+		// Images.
+		{Name: "platform", Type: String, Commands: []string{CmdScan},
+			Help: "image platform os/arch[/variant], or all (default: this host's)"},
+		{Name: "insecure-registry", Type: List, Commands: []string{CmdScan, CmdServe, CmdPin},
+			Help: "registry HOST[:PORT] to reach over plain HTTP (repeatable; loopback always is)"},
+		{Name: "no-cache", Type: Bool, Default: "false", Commands: []string{CmdScan},
+			Help: "do not use or fill the per-layer result cache"},
+		{Name: "cache-max-size", Type: Size, Default: "2GiB", Commands: []string{CmdScan},
+			Help: "bound of the per-layer result cache; entries unused for 30 days go, then the least recently used (0: no bound)"},
+
+		// The cuda check.
+		{Name: "host", Key: "cuda.host", Type: Path, Commands: []string{CmdScan, CmdCUDA},
+			Help: "cuda check: host facts file (as 'mlwarden cuda host --format yaml' prints it)"},
+		{Name: "inventory", Key: "cuda.inventory", Type: Path, Commands: []string{CmdScan, CmdCUDA},
+			Help: "cuda check: inventory of named node pools (a verdict per pool)"},
+		{Name: "env", Type: Strings, NoEnv: true, Commands: []string{CmdCUDA},
+			Help: "image environment variable KEY=VALUE (repeatable)"},
+		{Name: "require", Type: String, NoEnv: true, Commands: []string{CmdCUDA},
+			Help: "a requirement expression, as NVIDIA_REQUIRE_CUDA"},
+		{Name: "driver", Type: String, NoEnv: true, Commands: []string{CmdCUDA},
+			Help: "host driver version, e.g. 550.54.15"},
+		{Name: "gpu", Type: Strings, NoEnv: true, Commands: []string{CmdCUDA},
+			Help: "host GPU as compute capability and optional brand, e.g. 9.0:nvidia (repeatable; with --driver)"},
+		{Name: "rules-dir", Type: String, Commands: []string{CmdCUDA},
+			Help: "directory with a cuda.yaml that replaces the built-in table"},
+
+		// The sbatch hook.
+		{Name: "show", Type: Severity, Choices: severities[:5], Commands: []string{CmdSbatch},
+			Help: "print findings at or above this severity (default: --fail-on); those below --fail-on are printed as warnings"},
+		{Name: "sbatch-args", Type: Strings, NoEnv: true, Commands: []string{CmdSbatch},
+			Help: "options given to sbatch on its command line, as one string (\"-p gpu --container-image=IMG\"); they override the script's directives"},
+		{Name: "sbatch-env", Type: Strings, NoEnv: true, Commands: []string{CmdSbatch},
+			Help: "NAME=VALUE of the submission's environment (SBATCH_* variables, _SLURM_SPANK_OPTION_* SPANK options); repeatable; they override the script's directives"},
+		{Name: "name", Type: String, NoEnv: true, Commands: []string{CmdSbatch},
+			Help: "name of the script in messages and the report (default: the path, or 'stdin')"},
+		{Name: "serve", Type: String, NoEnv: true, Commands: []string{CmdSbatch},
+			Help: "serve checks on this Unix socket until stopped (for job_submit.lua)"},
+		{Name: "connect", Type: String, Commands: []string{CmdSbatch},
+			Help: "ask the checker serving on this Unix socket; check in-process when it does not answer"},
+		{Name: "spank-option", Key: "sbatch.spank-options", Type: Strings, Commands: []string{CmdSbatch},
+			Help: "an sbatch option the site's SPANK plugins add (pyxis' are known): NAME, or NAME= when it takes a value; repeatable"},
+
+		// The admission server.
+		{Name: "listen", Type: String, Default: ":8443", Commands: []string{CmdServe},
+			Help: "address to listen on"},
+		{Name: "tls-cert", Type: Path, Commands: []string{CmdServe},
+			Help: "TLS certificate file (PEM); reloaded when it changes"},
+		{Name: "tls-key", Type: Path, Commands: []string{CmdServe},
+			Help: "TLS private key file (PEM)"},
+		{Name: "insecure-http", Type: Bool, Default: "false", Commands: []string{CmdServe},
+			Help: "allow plain HTTP on a non-loopback address"},
+		{Name: "store", Type: String, Commands: []string{CmdServe},
+			Help: "bbolt verdict store file (overrides serve.store.path)"},
+		{Name: "log-level", Type: String, Default: "info", Choices: []string{"debug", "info", "warn", "error"}, Commands: []string{CmdServe},
+			Help: "debug, info, warn or error"},
+
+		// Pinning.
+		{Name: "dry-run", Type: Bool, Default: "false", NoEnv: true, Commands: []string{CmdPin},
+			Help: "print a unified diff of the changes instead of writing the files"},
+
+		// Rules.
+		{Name: "check", Type: String, NoEnv: true, Choices: catalog.Names(), Commands: []string{CmdRules},
+			Help: "only this check's rules"},
+	}
+}
+
+// For returns the settings command cmd takes, as it sees them.
+func For(cmd string) []Setting {
+	var out []Setting
+	for _, s := range All() {
+		if slices.Contains(s.Commands, cmd) {
+			out = append(out, s.For(cmd))
+		}
+	}
+	return out
+}
+
+// Lookup returns the setting named name as command cmd sees it.
+func Lookup(cmd, name string) (Setting, bool) {
+	for _, s := range For(cmd) {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}

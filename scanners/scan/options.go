@@ -1,0 +1,134 @@
+package scan
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/mlwarden/mlwarden/scanners/config"
+	"github.com/mlwarden/mlwarden/scanners/signatures"
+	"github.com/mlwarden/mlwarden/scanners/slurm"
+	"github.com/mlwarden/mlwarden/scanners/source/image"
+)
+
+// Owners are the config file's sections that the pipeline's checks own,
+// decoded strictly when the file is read.
+func Owners() []config.Owner {
+	return []config.Owner{{Key: "signatures", Into: &signatures.Policy{}}}
+}
+
+// Configure resolves the settings of command cmd: it finds the config file
+// — --config; for a command that scans targets a user names (scan, which
+// has --no-target-config) also .mlwarden.yaml in the first directory target
+// unless --no-target-config, else in the working directory — reads it with
+// the pipeline's owners and extra (a front end's own sections), and
+// resolves every setting from flags, environment, file and defaults. flags
+// holds the flags the user set; env is os.LookupEnv (or a stand-in).
+func Configure(cmd string, flags map[string][]string, env func(string) (string, bool), targets []string, extra ...config.Owner) (*config.Values, error) {
+	pre, err := config.Resolve(cmd, flags, env, nil)
+	if err != nil {
+		return nil, err
+	}
+	explicit := ""
+	if pre.Has("config") {
+		explicit = pre.String("config")
+	}
+	owners := append(Owners(), extra...)
+	var file *config.File
+	switch {
+	case pre.Has("no-target-config"):
+		file, err = config.Find(explicit, targets, pre.Bool("no-target-config"), owners...)
+	case explicit != "":
+		file, err = config.Load(explicit, owners...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return config.Resolve(cmd, flags, env, file)
+}
+
+// OptionsFrom turns resolved settings into pipeline options; settings the
+// command does not have keep their defaults.
+func OptionsFrom(v *config.Values) (Options, error) {
+	o := Options{Config: v.File(), CUDALocal: true}
+	str := func(name string) string {
+		if !v.Has(name) {
+			return ""
+		}
+		return v.String(name)
+	}
+	if v.Has("checks") {
+		o.Checks = v.List("checks")
+	}
+	o.Baseline = str("baseline")
+	o.SecretsConfig = str("secrets-config")
+	o.CUDAHost, o.CUDAInventory = str("host"), str("inventory")
+	if v.Has("max-file-size") {
+		o.MaxFileSize = v.Size("max-file-size")
+	}
+	if v.Has("workers") {
+		o.Workers = v.Int("workers")
+	}
+	if v.Has("timeout") {
+		o.Timeout = v.Duration("timeout")
+	}
+	o.Image = image.Options{Platform: str("platform")}
+	if v.Has("insecure-registry") {
+		o.Image.Insecure = v.List("insecure-registry")
+	}
+	if v.Has("no-cache") {
+		o.Image.NoCache = v.Bool("no-cache")
+	}
+	if v.Has("cache-max-size") {
+		o.Image.CacheMaxBytes = v.Size("cache-max-size")
+		if o.Image.CacheMaxBytes == 0 {
+			o.Image.CacheMaxBytes = -1 // no bound
+		}
+	}
+	if v.Has("spank-option") {
+		for _, s := range v.List("spank-option") {
+			spec, err := parseSpank(s)
+			if err != nil {
+				return o, fmt.Errorf("%s: %w", v.Value("spank-option").Where, err)
+			}
+			o.Spank = append(o.Spank, spec)
+		}
+	}
+	if f := v.File(); f != nil {
+		var pol signatures.Policy
+		if err := f.DecodeSection("signatures", &pol); err != nil {
+			return o, err
+		}
+		// Key and root paths in the policy are relative to the config file.
+		o.Signatures = pol.Resolve(f.Dir())
+	}
+	return o, nil
+}
+
+// parseSpank reads a --spank-option value: NAME, or NAME= when the option
+// takes a value.
+func parseSpank(s string) (slurm.OptionSpec, error) {
+	name, takesValue := strings.CutSuffix(s, "=")
+	if strings.TrimLeft(name, "-") == "" || strings.ContainsAny(name, "= \t") {
+		return slurm.OptionSpec{}, fmt.Errorf("%q is not NAME or NAME=", s)
+	}
+	return slurm.SpankOption(name, takesValue), nil
+}
+
+// FewSmallFiles reports whether the targets are a handful of small local
+// files (a pre-commit hook's), where compiling every secret rule up front
+// costs more than the scan (Options.LazySecretRules).
+func FewSmallFiles(targets []string) bool {
+	if len(targets) == 0 || len(targets) > 8 {
+		return false
+	}
+	var total int64
+	for _, t := range targets {
+		fi, err := os.Stat(t)
+		if err != nil || !fi.Mode().IsRegular() {
+			return false // a directory, another scheme, or nothing
+		}
+		total += fi.Size()
+	}
+	return total <= 256<<10
+}

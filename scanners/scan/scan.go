@@ -1,0 +1,391 @@
+// Package scan is mlwarden's one scan pipeline: every front end — `mlwarden
+// scan`, the sbatch checker (one script per process or a socket server),
+// the admission server (inline scans, registry push events, Harbor scans)
+// — builds a Scanner from its resolved settings and calls Run. Nothing else
+// opens sources, builds checks, runs the dispatcher or suppresses findings.
+//
+//	settings (config.Resolve) ─▶ Options ─▶ New ─▶ Scanner.Run(targets)
+//	  sources ─▶ dispatcher (+ inline suppression) ─▶ suppression set ─▶ Result
+//
+// A Scanner is set up once (the checks compiled, the baseline read) and is
+// safe to Run many times, from several goroutines.
+package scan
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/catalog"
+	"github.com/mlwarden/mlwarden/scanners/config"
+	"github.com/mlwarden/mlwarden/scanners/cuda"
+	"github.com/mlwarden/mlwarden/scanners/secrets"
+	"github.com/mlwarden/mlwarden/scanners/signatures"
+	"github.com/mlwarden/mlwarden/scanners/slurm"
+	"github.com/mlwarden/mlwarden/scanners/source"
+	"github.com/mlwarden/mlwarden/scanners/source/image"
+	"github.com/mlwarden/mlwarden/scanners/suppress"
+)
+
+// Exit codes, as the command line documents them.
+const (
+	ExitOK       = 0 // nothing at or above --fail-on
+	ExitFindings = 1 // findings at or above --fail-on
+	ExitError    = 2 // the run failed or a target could not be scanned in full
+)
+
+// Options configures a Scanner: the resolved settings in library types.
+// OptionsFrom builds them from config.Values; zero fields take defaults.
+type Options struct {
+	// Checks enables only these (default: all).
+	Checks []string
+	// Scanners, when set, are the checks to run instead of the built-in
+	// ones Checks names (a library user's own check, a test's).
+	Scanners []scanners.Scanner
+	// Config is the config file in effect (nil for none): its ignore
+	// entries and owners' sections apply.
+	Config *config.File
+	// Baseline is a previous JSON report whose findings are suppressed.
+	Baseline string
+	// MaxFileSize is the largest file scanned (default 64 GiB).
+	MaxFileSize int64
+	// Workers bounds the files, layers and checks worked on at once
+	// (default: the CPUs).
+	Workers int
+	// Timeout bounds one Run (0: no limit).
+	Timeout time.Duration
+	// SecretsConfig is a user's gitleaks-format rules file.
+	SecretsConfig string
+	// LazySecretRules compiles only the secret rules an input can hit: for
+	// a process that scans one small script (the sbatch hook), where
+	// compiling every rule costs more than the scan. Auto enables it when
+	// the targets are a few small local files.
+	LazySecretRules bool
+	// CUDAHost and CUDAInventory are host facts files for the cuda check;
+	// without either, the check reads this node (NVML) when CUDALocal.
+	CUDAHost, CUDAInventory string
+	CUDALocal               bool
+	// Signatures is the signature policy (the config's signatures
+	// section), paths already relative to the config file.
+	Signatures signatures.Policy
+	// Image configures image targets (platform, registries, cache).
+	Image image.Options
+	// Git configures repository targets.
+	Git source.GitOptions
+	// Spank lists the SPANK options the site's plugins add to sbatch.
+	Spank []slurm.OptionSpec
+	// Stdin is read for the target "-".
+	Stdin io.Reader
+	// Version names the build, for the rules version that keys caches.
+	Version string
+	// Warn receives what a user should see but that is not a finding
+	// (an expired ignore entry); nil drops it.
+	Warn func(string)
+	// Now is the time expiry dates are judged at (default time.Now).
+	Now func() time.Time
+}
+
+// Scanner is the pipeline set up once: the checks built, the baseline read.
+type Scanner struct {
+	o        Options
+	checks   []scanners.Scanner
+	rules    []scanners.Rule
+	baseline suppress.Baseline
+	secrets  *secrets.Scanner
+	version  string
+}
+
+// New sets the pipeline up. A bad setting, a config path that does not
+// exist or a rules file that does not parse is an error (exit 2).
+func New(o Options) (*Scanner, error) {
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = source.DefaultMaxFileSize
+	}
+	if len(o.Checks) == 0 {
+		o.Checks = catalog.Names()
+	}
+	copts := catalog.Options{Checks: o.Checks, SecretsConfig: o.SecretsConfig}
+	if o.LazySecretRules {
+		copts.Secrets = append(copts.Secrets, secrets.WithLazyRules())
+	}
+	switch {
+	case o.CUDAHost != "":
+		copts.CUDA = append(copts.CUDA, cuda.WithHostFile(o.CUDAHost))
+	case o.CUDAInventory != "":
+		copts.CUDA = append(copts.CUDA, cuda.WithInventory(o.CUDAInventory))
+	case o.CUDALocal:
+		copts.CUDA = append(copts.CUDA, cuda.WithLocalHost())
+	}
+	copts.Signatures = append(copts.Signatures, signatures.WithPolicy(o.Signatures))
+	if len(o.Spank) > 0 {
+		copts.Slurm = append(copts.Slurm, slurm.WithSpank(o.Spank...))
+	}
+	checks := o.Scanners
+	if checks == nil {
+		var err error
+		if checks, err = catalog.New(copts); err != nil {
+			return nil, err
+		}
+	}
+	s := &Scanner{o: o, checks: checks, rules: catalog.RulesOf(checks)}
+	for _, c := range checks {
+		if sec, ok := c.(*secrets.Scanner); ok {
+			s.secrets = sec
+		}
+	}
+	if o.Baseline != "" {
+		var err error
+		if s.baseline, err = suppress.ReadBaseline(o.Baseline); err != nil {
+			catalog.Close(checks)
+			return nil, err
+		}
+	}
+	var files []string
+	if o.Config != nil {
+		files = append(files, o.Config.Path)
+	}
+	files = append(files, o.SecretsConfig, o.CUDAHost, o.CUDAInventory)
+	s.version = RulesVersion(o.Version, o.Checks, s.rules, files...)
+	if s.o.Image.RulesVersion == "" {
+		s.o.Image.RulesVersion = s.version
+	}
+	if s.o.Image.Concurrency == 0 {
+		s.o.Image.Concurrency = o.Workers
+	}
+	if s.o.Git.MaxFileSize == 0 {
+		s.o.Git.MaxFileSize = o.MaxFileSize
+	}
+	return s, nil
+}
+
+// Close releases what the checks hold between runs.
+func (s *Scanner) Close() { catalog.Close(s.checks) }
+
+// Rules lists the rules of the enabled checks, sorted by ID.
+func (s *Scanner) Rules() []scanners.Rule { return s.rules }
+
+// Checks lists the enabled checks.
+func (s *Scanner) Checks() []string { return s.o.Checks }
+
+// RulesVersion names everything that decides the findings of this
+// Scanner; it keys the per-layer cache and the server's verdicts.
+func (s *Scanner) RulesVersion() string { return s.version }
+
+// Target is one thing to scan.
+type Target struct {
+	// Ref is a target as on the command line: a path, "-" (Options.Stdin),
+	// or scheme:REF (registry:, oci:, docker-archive:, git:, dir:, file:).
+	Ref string
+	// Script, when set instead of Ref, is a batch script held in memory,
+	// checked as sbatch would run it.
+	Script *Script
+	// Auth, when set, authenticates to the registry of an image target
+	// (the credentials a Harbor scan request came with).
+	Auth authn.Authenticator
+	// Insecure reaches the image's registry over plain HTTP (a registry the
+	// caller already knows to speak it).
+	Insecure bool
+}
+
+// Result is what one Run found: the report, and for the sbatch front end
+// what each line of a submission's options stands for.
+type Result struct {
+	*scanners.Result
+	// Options maps a submission's options target (named Script.Name +
+	// OptionsSuffix) to what each of its lines stands for: the option as
+	// the user gave it ("--container-image=… (from SBATCH_CONTAINER_IMAGE)").
+	Options map[string]map[int]string
+}
+
+// Run scans the targets and applies every suppression. A target that could
+// not be opened or read in full is in the result's errors (exit 2), never
+// a reason to drop other targets' findings. The returned error is only for
+// a run that did not happen at all.
+func (s *Scanner) Run(ctx context.Context, targets ...Target) (*Result, error) {
+	if s.o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.o.Timeout)
+		defer cancel()
+	}
+	out := &Result{}
+	var srcs []scanners.Source
+	var openErrs []scanners.Error
+	var subs []*submission
+	defer func() {
+		for _, src := range srcs {
+			if c, ok := src.(io.Closer); ok {
+				c.Close()
+			}
+		}
+	}()
+	for _, t := range targets {
+		switch {
+		case t.Script != nil:
+			sub := s.submission(t.Script)
+			subs = append(subs, sub)
+			srcs = append(srcs, sub.sources()...)
+		case t.Ref == "-":
+			in := s.o.Stdin
+			if in == nil {
+				in = strings.NewReader("")
+			}
+			srcs = append(srcs, source.OpenScript("stdin", in))
+		default:
+			src, err := s.open(ctx, t)
+			if err != nil {
+				openErrs = append(openErrs, scanners.Error{Target: t.Ref, Message: err.Error()})
+				continue
+			}
+			srcs = append(srcs, src)
+		}
+	}
+	d := scanners.NewDispatcher(s.checks, scanners.WithWorkers(s.o.Workers), scanners.WithInlineSuppression(suppress.Inline))
+	res := d.Run(ctx, srcs...)
+	res.Errors = append(openErrs, res.Errors...)
+	for _, sub := range subs {
+		sub.finish(res, s)
+		if sub.lines != nil {
+			if out.Options == nil {
+				out.Options = map[string]map[int]string{}
+			}
+			out.Options[sub.optsName] = sub.lines
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		msg := "interrupted: " + err.Error()
+		if errors.Is(err, context.DeadlineExceeded) && s.o.Timeout > 0 {
+			msg = fmt.Sprintf("not scanned in full: the run took longer than --timeout %s", s.o.Timeout)
+		}
+		res.Errors = append(res.Errors, scanners.Error{Message: msg})
+	}
+	for _, w := range s.suppressions(srcs).Apply(res) {
+		if s.o.Warn != nil {
+			s.o.Warn(w)
+		}
+	}
+	out.Result = res
+	return out, nil
+}
+
+// open opens one target's source with the pipeline's options.
+func (s *Scanner) open(ctx context.Context, t Target) (scanners.Source, error) {
+	o := source.Options{MaxFileSize: s.o.MaxFileSize, Workers: s.o.Workers, Image: s.o.Image, Git: s.o.Git}
+	if t.Auth != nil {
+		o.Image.Keychain = fixedKeychain{t.Auth}
+	}
+	if t.Insecure {
+		ref := strings.TrimPrefix(t.Ref, image.SchemeRegistry+":")
+		if reg, err := name.ParseReference(ref, name.Insecure); err == nil {
+			o.Image.Insecure = append(slices.Clip(o.Image.Insecure), reg.Context().RegistryStr())
+		}
+	}
+	return source.Open(ctx, t.Ref, o)
+}
+
+// fixedKeychain hands the same credentials for every registry: the ones a
+// request came with.
+type fixedKeychain struct{ a authn.Authenticator }
+
+func (k fixedKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return k.a, nil }
+
+// suppressions is the set that applies once the run is over: the config's
+// ignore entries, the baseline, and each local directory's or repository's
+// .gitleaksignore.
+func (s *Scanner) suppressions(srcs []scanners.Source) *suppress.Set {
+	set := &suppress.Set{Baseline: s.baseline, Now: s.o.Now}
+	if s.o.Config != nil {
+		set.Ignores = s.o.Config.Ignore
+	}
+	if s.secrets == nil {
+		return set
+	}
+	set.GitleaksRuleID = s.secrets.GitleaksRuleID
+	set.Gitleaks = map[string]suppress.GitleaksIgnore{}
+	for _, src := range srcs {
+		t := src.Target()
+		if t.Kind != scanners.KindDir && t.Kind != scanners.KindRepo {
+			continue
+		}
+		r, ok := src.(interface{ FS() fs.FS })
+		if !ok || r.FS() == nil {
+			continue // a remote repository's is not the user's
+		}
+		data, err := readSmall(r.FS(), suppress.GitleaksIgnoreFile, 1<<20)
+		if err != nil {
+			continue
+		}
+		set.Gitleaks[t.Name] = suppress.ParseGitleaksIgnore(data)
+	}
+	return set
+}
+
+// readSmall reads a regular file of at most limit bytes from fsys.
+func readSmall(fsys fs.FS, name string, limit int64) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > limit {
+		return nil, fmt.Errorf("%s: not a small regular file", name)
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// ExitCode is the exit code of a run: 2 when anything could not be
+// scanned in full (that wins over findings), 1 when an unsuppressed finding
+// is at or above failOn (nil: never), else 0.
+func ExitCode(res *scanners.Result, failOn *scanners.Severity) int {
+	switch {
+	case len(res.Errors) > 0:
+		return ExitError
+	case failOn != nil && res.Failed(*failOn):
+		return ExitFindings
+	}
+	return ExitOK
+}
+
+// RulesVersion names everything that decides findings: the build, the
+// enabled checks, every rule and its severity, the executable itself (a
+// rebuilt development binary), and the content of the files that configure
+// the checks (config file, extra secret rules, CUDA host facts). Caches of
+// results — the per-layer cache, the server's verdicts — are keyed by it,
+// so that any change rescans.
+func RulesVersion(version string, checks []string, rules []scanners.Rule, files ...string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", version, strings.Join(checks, ","))
+	for _, r := range rules {
+		fmt.Fprintf(h, "%s\x00%s\x00", r.ID, r.Severity)
+	}
+	if exe, err := os.Executable(); err == nil {
+		if fi, err := os.Stat(exe); err == nil {
+			fmt.Fprintf(h, "%d\x00%d\x00", fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		data, _ := os.ReadFile(f) // a missing file hashes as empty; New reports it
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(data))
+		h.Write(data)
+	}
+	return "v1-" + hex.EncodeToString(h.Sum(nil))[:16]
+}

@@ -1,0 +1,172 @@
+package suppress
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+func TestInline(t *testing.T) {
+	data := []byte(strings.Join([]string{
+		"needle",
+		"needle # mlwarden:ignore a/word test fixture",
+		"needle # mlwarden:ignore b/word",
+		"needle # mlwarden:ignore",
+		"needle # mlwarden:ignore a/* all of check a",
+	}, "\n"))
+	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "t", Path: "x.sh"}
+	var fs []scanners.Finding
+	for i := range 5 {
+		fs = append(fs, scanners.Finding{RuleID: "a/word", Path: "x.sh", Line: i + 1})
+	}
+	// A finding about another file is not the line's business.
+	fs = append(fs, scanners.Finding{RuleID: "a/word", Path: "other", Line: 2})
+	Inline(a, data, fs)
+	var got []string
+	for _, f := range fs {
+		got = append(got, fmt.Sprintf("%d:%v", f.Line, f.Suppressed != ""))
+	}
+	if want := "[1:false 2:true 3:false 4:true 5:true 2:false]"; fmt.Sprint(got) != want {
+		t.Errorf("got %v, want %s", got, want)
+	}
+}
+
+// TestInlineThroughDispatcher checks the hook: the dispatcher hands the
+// content it holds, and patch artifacts map lines back.
+func TestInlineThroughDispatcher(t *testing.T) {
+	src := memSource{files: map[string]string{"x.sh": "needle\nneedle # mlwarden:ignore a/word\n"}}
+	res := scanners.NewDispatcher([]scanners.Scanner{word{}}, scanners.WithInlineSuppression(Inline)).Run(context.Background(), src)
+	if res.Summary.High != 1 || res.Summary.Suppressed != 1 {
+		t.Errorf("summary %+v, want 1 high and 1 suppressed", res.Summary)
+	}
+}
+
+func parseIgnores(t *testing.T, doc string) []Ignore {
+	t.Helper()
+	var v struct {
+		Ignore []Ignore `yaml:"ignore"`
+	}
+	if err := yaml.Unmarshal([]byte(doc), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.Ignore
+}
+
+func TestIgnoreErrors(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"ignore:\n  - rule: secrets/x\n", "line 2: ignore entry needs a reason"},
+		{"ignore:\n  - reason: r\n", "needs at least one of rule, path, fingerprint"},
+		{"ignore:\n  - rul: x\n    reason: r\n", `line 2: unknown key "rul"`},
+		{"ignore:\n  - rule: secrets\n    reason: r\n", "is not a rule ID"},
+		{"ignore:\n  - path: '[a'\n    reason: r\n", "not a valid glob"},
+		{"ignore:\n  - rule: '*'\n    reason: r\n    expires: 31/12/2026\n", "is not a date"},
+	} {
+		var v struct {
+			Ignore []Ignore `yaml:"ignore"`
+		}
+		err := yaml.Unmarshal([]byte(tc.yaml), &v)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one containing %q", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+func TestApply(t *testing.T) {
+	ignores := parseIgnores(t, `ignore:
+  - rule: pins/*
+    path: "examples/**"
+    reason: examples are not deployed
+  - fingerprint: sha256:ff
+    reason: rotated
+    expires: 2026-06-30
+  - rule: misconfig/crypto-miner
+    reason: honeypot
+    expires: 2020-01-01
+`)
+	res := &scanners.Result{Findings: []scanners.Finding{
+		{RuleID: "pins/pip-unpinned", Path: "examples/a/req.txt", Severity: scanners.SeverityMedium},
+		{RuleID: "pins/pip-unpinned", Path: "src/req.txt", Severity: scanners.SeverityMedium},
+		{RuleID: "secrets/x", Path: "a", Fingerprint: "sha256:ff", Severity: scanners.SeverityCritical},
+		{RuleID: "misconfig/crypto-miner", Path: "m.sh", Severity: scanners.SeverityCritical},
+		{RuleID: "models/y", Path: "b", Fingerprint: "sha256:bb", Severity: scanners.SeverityHigh},
+	}}
+	day := func(s string) func() time.Time {
+		d, _ := time.Parse(time.DateOnly, s)
+		return func() time.Time { return d.Add(12 * time.Hour) }
+	}
+	set := &Set{Ignores: ignores, Baseline: Baseline{"sha256:bb": true}, Now: day("2026-06-30")}
+	warnings := set.Apply(res)
+	var got []string
+	for _, f := range res.Findings {
+		got = append(got, f.Suppressed)
+	}
+	want := []string{"ignored: examples are not deployed", "", "ignored: rotated (until 2026-06-30)", "", "in baseline"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("suppressed %q, want %q", got, want)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "expired on 2020-01-01") {
+		t.Errorf("warnings %q", warnings)
+	}
+	if res.Summary.Suppressed != 3 || res.Summary.Critical != 1 || res.Summary.Medium != 1 {
+		t.Errorf("summary %+v", res.Summary)
+	}
+	// The day after the expiry the entry no longer applies.
+	res.Findings[2].Suppressed = ""
+	(&Set{Ignores: ignores, Now: day("2026-07-01")}).Apply(res)
+	if res.Findings[2].Suppressed != "" {
+		t.Error("an expired entry still applies")
+	}
+}
+
+func TestApplyGitleaks(t *testing.T) {
+	res := &scanners.Result{Findings: []scanners.Finding{
+		{RuleID: "secrets/hf", Check: scanners.CheckSecrets, Target: "dir", Path: "a.env", Line: 3, Severity: scanners.SeverityCritical},
+		{RuleID: "secrets/hf", Check: scanners.CheckSecrets, Target: "other", Path: "a.env", Line: 3, Severity: scanners.SeverityCritical},
+	}}
+	set := &Set{
+		Gitleaks:       map[string]GitleaksIgnore{"dir": ParseGitleaksIgnore([]byte("a.env:hf-token:3\n"))},
+		GitleaksRuleID: func(id string) (string, bool) { return "hf-token", id == "secrets/hf" },
+	}
+	set.Apply(res)
+	if res.Findings[0].Suppressed != "listed in .gitleaksignore" || res.Findings[1].Suppressed != "" {
+		t.Errorf("suppressed %q, %q", res.Findings[0].Suppressed, res.Findings[1].Suppressed)
+	}
+}
+
+type memSource struct{ files map[string]string }
+
+func (m memSource) Target() scanners.Target { return scanners.Target{Name: "t", Kind: scanners.KindDir} }
+func (m memSource) Walk(ctx context.Context, sink scanners.Sink) error {
+	for p, data := range m.files {
+		a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "t", Path: p, Size: int64(len(data))}
+		if err := sink.Artifact(a, strings.NewReader(data)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// word reports every line holding "needle".
+type word struct{}
+
+func (word) Check() string { return "a" }
+func (word) Rules() []scanners.Rule {
+	return []scanners.Rule{{ID: "a/word", Check: "a", Severity: scanners.SeverityHigh}}
+}
+func (word) Wants(*scanners.Artifact, []byte) bool { return true }
+func (w word) Scan(_ context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	data, _, err := scanners.ReadAll(c, 0)
+	var out []scanners.Finding
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, "needle") {
+			out = append(out, scanners.At(a, w.Rules()[0], i+1, "needle"))
+		}
+	}
+	return out, err
+}
