@@ -289,7 +289,9 @@ func (v *Values) Has(name string) bool { _, ok := v.vals[name]; return ok }
 func (v *Values) Value(name string) Value { return *v.vals[name] }
 
 // Set reports whether anything but the default set the setting.
-func (v *Values) Set(name string) bool { return v.vals[name] != nil && v.vals[name].Source != FromDefault }
+func (v *Values) Set(name string) bool {
+	return v.vals[name] != nil && v.vals[name].Source != FromDefault
+}
 
 // String returns a String or Path setting ("" when unset).
 func (v *Values) String(name string) string { return v.get(name, String).parsed.(string) }

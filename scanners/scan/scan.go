@@ -32,6 +32,7 @@ import (
 	"github.com/mlwarden/mlwarden/scanners/catalog"
 	"github.com/mlwarden/mlwarden/scanners/config"
 	"github.com/mlwarden/mlwarden/scanners/cuda"
+	"github.com/mlwarden/mlwarden/scanners/pins"
 	"github.com/mlwarden/mlwarden/scanners/secrets"
 	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
@@ -134,7 +135,10 @@ func New(o Options) (*Scanner, error) {
 	}
 	copts.Signatures = append(copts.Signatures, signatures.WithPolicy(o.Signatures))
 	if len(o.Spank) > 0 {
+		// Both checks that read #SBATCH lines read them as this site's
+		// sbatch does.
 		copts.Slurm = append(copts.Slurm, slurm.WithSpank(o.Spank...))
+		copts.Pins = append(copts.Pins, pins.WithSpank(o.Spank...))
 	}
 	checks := o.Scanners
 	if checks == nil {

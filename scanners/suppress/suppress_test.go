@@ -141,7 +141,9 @@ func TestApplyGitleaks(t *testing.T) {
 
 type memSource struct{ files map[string]string }
 
-func (m memSource) Target() scanners.Target { return scanners.Target{Name: "t", Kind: scanners.KindDir} }
+func (m memSource) Target() scanners.Target {
+	return scanners.Target{Name: "t", Kind: scanners.KindDir}
+}
 func (m memSource) Walk(ctx context.Context, sink scanners.Sink) error {
 	for p, data := range m.files {
 		a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "t", Path: p, Size: int64(len(data))}
