@@ -1,5 +1,5 @@
 // Package reports turns a scan's result into one output format: text for
-// people, JSON (the contract in DESIGN.md) for scripts, SARIF 2.1.0 for code
+// people, JSON (the contract in docs/architecture.md) for scripts, SARIF 2.1.0 for code
 // scanning.
 package reports
 

@@ -67,7 +67,7 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestJSONContract checks the field names DESIGN.md fixes, and that fields
+// TestJSONContract checks the field names docs/architecture.md fixes, and that fields
 // that do not apply are omitted.
 func TestJSONContract(t *testing.T) {
 	var buf bytes.Buffer

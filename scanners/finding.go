@@ -76,7 +76,7 @@ type Rule struct {
 }
 
 // Finding is one problem found in one place. The JSON field names are the
-// report contract in DESIGN.md.
+// report contract in docs/architecture.md.
 type Finding struct {
 	RuleID   string   `json:"rule_id"`
 	Check    string   `json:"check"`

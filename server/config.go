@@ -2,13 +2,10 @@ package server
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -159,13 +156,14 @@ func ParseConfig(data []byte) (Config, error) {
 	if err := dec.Decode(&c); err != nil && err != io.EOF {
 		return Config{}, fmt.Errorf("parse config: %w", err)
 	}
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
 	return c, nil
 }
 
-func (c *Config) validate() error {
+// Validate checks the policies and bounds; LoadConfig and ParseConfig call it.
+func (c *Config) Validate() error {
 	check := func(where string, p Policy) error {
 		if p.FailOn != "" {
 			if _, err := scanners.ParseSeverity(p.FailOn); err != nil {
@@ -256,16 +254,4 @@ func (e TokenSource) token() (string, error) {
 		return os.Getenv(e.TokenEnv), nil
 	}
 	return "", nil
-}
-
-// RulesVersion names everything that decides a verdict: mlwarden's version,
-// the enabled checks and their rules. Verdicts made under another name are
-// not used, so an upgrade or a new rule rescans images as they are used.
-func RulesVersion(version string, checks []string, rules []scanners.Rule) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00", version, strings.Join(checks, ","))
-	for _, r := range rules {
-		fmt.Fprintf(h, "%s\x00%s\x00", r.ID, r.Severity)
-	}
-	return "v1-" + hex.EncodeToString(h.Sum(nil))[:16]
 }

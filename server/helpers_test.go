@@ -28,8 +28,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/scan"
+	"github.com/mlwarden/mlwarden/scanners/source/image"
 	"github.com/mlwarden/mlwarden/server"
-	"github.com/mlwarden/mlwarden/server/imagescan"
 )
 
 // needRegistry finds Debian's docker-registry: missing, it skips the test
@@ -207,7 +208,11 @@ func (c *countingScanner) ScanImage(ctx context.Context, req server.ScanRequest)
 }
 
 func newCounting() *countingScanner {
-	return &countingScanner{inner: imagescan.New([]scanners.Scanner{markerCheck{}})}
+	sc, err := scan.New(scan.Options{Scanners: []scanners.Scanner{markerCheck{}}, Image: image.Options{NoCache: true}})
+	if err != nil {
+		panic(err)
+	}
+	return &countingScanner{inner: server.Pipeline{Scanner: sc}}
 }
 
 // testLogger writes the server's JSON logs to the test log.

@@ -181,6 +181,11 @@ func (c *coordinator) scanOnce(ctx context.Context, j *scanJob) (*verdict.Verdic
 	}
 	s.metrics.inFlight.Inc()
 	defer s.metrics.inFlight.Dec()
+	if s.scanTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.scanTimeout)
+		defer cancel()
+	}
 	start := time.Now()
 	res, err := s.scanner.ScanImage(ctx, ScanRequest{Ref: j.ref, Auth: j.auth})
 	if err != nil {

@@ -54,6 +54,7 @@ type Server struct {
 	log          *slog.Logger
 	rulesVersion string
 	version      string
+	scanTimeout  time.Duration
 	remoteOpts   []remote.Option
 	nameOpts     []name.Option
 	insecure     []string
@@ -102,6 +103,10 @@ func WithSignatureVerifier(v SignatureVerifier) Option { return func(s *Server) 
 // WithLogger sets the structured logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
 
+// WithScanTimeout bounds each queued scan (0: no bound); inline admission
+// scans are bounded by the config's scan-deadline.
+func WithScanTimeout(d time.Duration) Option { return func(s *Server) { s.scanTimeout = d } }
+
 // WithRulesVersion names the rule set verdicts are made under; verdicts
 // made under another are not used.
 func WithRulesVersion(v string) Option { return func(s *Server) { s.rulesVersion = v } }
@@ -142,7 +147,7 @@ func New(opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	if err := s.cfg.validate(); err != nil {
+	if err := s.cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if s.store == nil {
@@ -179,7 +184,7 @@ type admitRules struct {
 // a restart; Reload reports which of those differ so that the caller can
 // say so. An invalid c changes nothing.
 func (s *Server) Reload(c Config, sigs SignatureVerifier) (needRestart []string, err error) {
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	old := s.cfg

@@ -33,10 +33,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/mlwarden/mlwarden/scanners/catalog"
 	"github.com/mlwarden/mlwarden/scanners/source/image"
 	"github.com/mlwarden/mlwarden/server"
-	"github.com/mlwarden/mlwarden/server/imagescan"
+	"github.com/mlwarden/mlwarden/scanners/scan"
 )
 
 const token = "bench-events-token"
@@ -62,7 +61,7 @@ func run(mb int) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	checks, err := catalog.New(catalog.Options{})
+	sc, err := scan.New(scan.Options{Image: image.Options{NoCache: true}})
 	if err != nil {
 		return err
 	}
@@ -70,7 +69,8 @@ func run(mb int) error {
 	cfg.Events.Token = token
 	s, err := server.New(
 		server.WithConfig(cfg),
-		server.WithScanner(imagescan.New(checks, imagescan.WithImageOptions(image.Options{NoCache: true}))),
+		server.WithScanner(server.Pipeline{Scanner: sc}),
+		server.WithRulesVersion(sc.RulesVersion()),
 		server.WithLogger(slog.New(slog.NewJSONHandler(os.Stderr, nil))),
 	)
 	if err != nil {

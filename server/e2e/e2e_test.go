@@ -29,10 +29,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	admissionv1 "k8s.io/api/admission/v1"
 
-	"github.com/mlwarden/mlwarden/scanners/catalog"
+	"github.com/mlwarden/mlwarden/scanners/scan"
 	"github.com/mlwarden/mlwarden/scanners/source/image"
 	"github.com/mlwarden/mlwarden/server"
-	"github.com/mlwarden/mlwarden/server/imagescan"
 )
 
 const token = "e2e-events-token"
@@ -130,7 +129,7 @@ func push(t *testing.T, ref string, files map[string]string) name.Digest {
 }
 
 func TestPushThenAdmit(t *testing.T) {
-	checks, err := catalog.New(catalog.Options{})
+	sc, err := scan.New(scan.Options{Image: image.Options{NoCache: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,8 +137,8 @@ func TestPushThenAdmit(t *testing.T) {
 	cfg.Events.Token = token
 	cfg.NoVerdict = server.Deny // the verdict must come from the push
 	s, err := server.New(server.WithConfig(cfg),
-		server.WithScanner(imagescan.New(checks, imagescan.WithImageOptions(image.Options{NoCache: true}))),
-		server.WithRulesVersion(server.RulesVersion("e2e", catalog.Names(), catalog.RulesOf(checks))))
+		server.WithScanner(server.Pipeline{Scanner: sc}),
+		server.WithRulesVersion(sc.RulesVersion()))
 	if err != nil {
 		t.Fatal(err)
 	}

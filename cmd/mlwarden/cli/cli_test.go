@@ -108,7 +108,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown check", []string{"scan", "--checks", "secrets,virus", clean}, ExitError, "valid: secrets, pins, models, signatures, cuda, misconfig"},
 		{"bad fail-on", []string{"scan", "--fail-on", "severe", clean}, ExitError, "unknown severity"},
 		{"bad size", []string{"scan", "--max-file-size", "lots", clean}, ExitError, "invalid size"},
-		{"invalid config", []string{"scan", "--config", badCfg, clean}, ExitError, "bad.yaml: line 2: unknown severity"},
+		{"invalid config", []string{"scan", "--config", badCfg, clean}, ExitError, "bad.yaml: line 2: fail-on: unknown severity"},
 		{"unknown flag", []string{"scan", "--frobnicate", clean}, ExitError, "unknown flag"},
 		{"fail-on none", []string{"scan", "--fail-on", "none", "--checks", "misconfig", demo}, ExitOK, ""},
 		{"fail-on critical", []string{"scan", "--fail-on", "critical", "--checks", "misconfig", demo}, ExitFindings, ""},

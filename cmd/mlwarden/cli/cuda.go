@@ -39,7 +39,6 @@ forward compatibility and minor-version compatibility.`,
 }
 
 func newCUDAHostCmd(a *app) *cobra.Command {
-	var format string
 	cmd := &cobra.Command{
 		Use:   "host",
 		Short: "Print this node's NVIDIA driver and GPUs as a host file",
@@ -59,11 +58,11 @@ Exit status: 0 printed, 2 no NVIDIA driver found or bad usage.`,
   mlwarden cuda host --format text`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			switch format {
-			case "yaml", "json", "text":
-			default:
-				return usageError("--format %q: want yaml, json or text", format)
+			v, err := a.resolve(c)
+			if err != nil {
+				return err
 			}
+			format := v.String("format")
 			h, err := cuda.LocalHost(c.Context())
 			if err != nil {
 				return &exitError{code: ExitError, err: fmt.Errorf("cuda host: %w", err)}
@@ -71,7 +70,7 @@ Exit status: 0 printed, 2 no NVIDIA driver found or bad usage.`,
 			return writeHost(a.stdout, h, format)
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "yaml", "output format: yaml, json or text")
+	bindSettings(cmd, "cuda host")
 	return cmd
 }
 
@@ -137,7 +136,6 @@ type cudaReport struct {
 }
 
 func newCUDACheckCmd(a *app) *cobra.Command {
-	var o cudaCheckOptions
 	cmd := &cobra.Command{
 		Use:   "check [TARGET...]",
 		Short: "Check whether targets' CUDA runs on a host, a host file or every pool of an inventory",
@@ -188,18 +186,19 @@ read in full, or a verdict of unknown.`,
     - {name: a100-r535, host_file: pools/a100.yaml}
     - {name: h100, host: {driver_version: 580.65.06, gpus: [{compute_capability: "9.0", brand: nvidia}]}}`,
 		RunE: func(c *cobra.Command, args []string) error {
+			v, err := a.resolve(c)
+			if err != nil {
+				return err
+			}
+			o := cudaCheckOptions{
+				env: v.List("env"), require: v.String("require"), hostFile: v.String("host"),
+				inventory: v.String("inventory"), driver: v.String("driver"), gpus: v.List("gpu"),
+				format: v.String("format"), rulesDir: v.String("rules-dir"),
+			}
 			return runCUDACheck(c, a, o, args)
 		},
 	}
-	f := cmd.Flags()
-	f.StringArrayVar(&o.env, "env", nil, "image environment variable KEY=VALUE (repeatable)")
-	f.StringVar(&o.require, "require", "", "a requirement expression, as NVIDIA_REQUIRE_CUDA")
-	f.StringVar(&o.hostFile, "host", "", "host file (YAML or JSON, as 'mlwarden cuda host' prints it)")
-	f.StringVar(&o.inventory, "inventory", "", "inventory of named node pools (a verdict per pool)")
-	f.StringVar(&o.driver, "driver", "", "host driver version, e.g. 550.54.15")
-	f.StringArrayVar(&o.gpus, "gpu", nil, "host GPU as compute capability and optional brand, e.g. 9.0:nvidia (repeatable; with --driver)")
-	f.StringVar(&o.format, "format", "text", "output format: text or json")
-	f.StringVar(&o.rulesDir, "rules-dir", "", "directory with a cuda.yaml that replaces the built-in table")
+	bindSettings(cmd, "cuda check")
 	return cmd
 }
 
@@ -241,9 +240,6 @@ func (o cudaCheckOptions) scannerOptions() ([]cuda.Option, error) {
 }
 
 func runCUDACheck(c *cobra.Command, a *app, o cudaCheckOptions, targets []string) error {
-	if o.format != "text" && o.format != "json" {
-		return usageError("--format %q: want text or json", o.format)
-	}
 	env := append([]string(nil), o.env...)
 	for _, kv := range env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {

@@ -15,13 +15,7 @@ import (
 // maxPinFile is the largest file mlwarden pin reads.
 const maxPinFile = 16 << 20
 
-type pinOptions struct {
-	dryRun   bool
-	insecure []string
-}
-
 func newPinCmd(a *app) *cobra.Command {
-	o := &pinOptions{}
 	cmd := &cobra.Command{
 		Use:   "pin FILE...",
 		Short: "Pin image references in files to digests",
@@ -49,18 +43,21 @@ or a reference could not be resolved (the others are still pinned).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPin(cmd, a, o, args)
+			return runPin(cmd, a, args)
 		},
 	}
-	f := cmd.Flags()
-	f.BoolVar(&o.dryRun, "dry-run", false, "print a unified diff of the changes instead of writing the files")
-	f.StringArrayVar(&o.insecure, "insecure-registry", nil, "allow plain HTTP to this registry host[:port] (repeatable; loopback hosts are always allowed)")
+	bindSettings(cmd, "pin")
 	return cmd
 }
 
-func runPin(cmd *cobra.Command, a *app, o *pinOptions, files []string) error {
+func runPin(cmd *cobra.Command, a *app, files []string) error {
+	v, err := a.resolve(cmd)
+	if err != nil {
+		return err
+	}
 	ctx := cmd.Context()
-	resolve := pins.RegistryResolver(pins.WithInsecureRegistries(o.insecure...))
+	dryRun := v.Bool("dry-run")
+	resolve := pins.RegistryResolver(pins.WithInsecureRegistries(v.List("insecure-registry")...))
 	failed := 0
 	for _, file := range files {
 		data, err := readPinFile(file)
@@ -88,7 +85,7 @@ func runPin(cmd *cobra.Command, a *app, o *pinOptions, files []string) error {
 		if len(res.Edits) == 0 {
 			continue
 		}
-		if o.dryRun {
+		if dryRun {
 			fmt.Fprint(a.stdout, pins.UnifiedDiff(filepath.ToSlash(file), data, res.Data))
 			continue
 		}

@@ -13,13 +13,15 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mlwarden/mlwarden/scanners/scan"
 )
 
-// Exit codes, as DESIGN.md fixes them.
+// Exit codes, as docs/architecture.md fixes them.
 const (
-	ExitOK       = 0 // nothing at or above --fail-on
-	ExitFindings = 1 // findings at or above --fail-on
-	ExitError    = 2 // the run failed or a target could not be scanned in full
+	ExitOK       = scan.ExitOK       // nothing at or above --fail-on
+	ExitFindings = scan.ExitFindings // findings at or above --fail-on
+	ExitError    = scan.ExitError    // the run failed or a target could not be scanned in full
 )
 
 // BuildInfo is injected at build time.
@@ -34,6 +36,8 @@ type app struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// env, when set, stands in for the environment (tests).
+	env func(string) (string, bool)
 	// code is the exit code a command asks for without an error (1 for
 	// findings); an error returned by a command always exits 2.
 	code int
@@ -53,10 +57,16 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: ExitError, err: fmt.Errorf(format, args...)}
 }
 
-// Main runs the command line and returns the process exit code.
+// Main runs the command line and returns the process exit code. SIGINT and
+// SIGTERM cancel the run.
 func Main(build BuildInfo, stdin io.Reader, stdout, stderr io.Writer, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return MainContext(ctx, build, stdin, stdout, stderr, args)
+}
+
+// MainContext runs the command line until ctx is done.
+func MainContext(ctx context.Context, build BuildInfo, stdin io.Reader, stdout, stderr io.Writer, args []string) int {
 	a := &app{build: build, stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
 	root.SetArgs(args)

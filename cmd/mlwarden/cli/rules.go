@@ -3,8 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -14,7 +12,6 @@ import (
 )
 
 func newRulesCmd(a *app) *cobra.Command {
-	var format, check string
 	c := &cobra.Command{
 		Use:   "rules",
 		Short: "List every rule with its check, severity, title and why it matters",
@@ -23,12 +20,11 @@ func newRulesCmd(a *app) *cobra.Command {
   mlwarden rules --format json | jq -r '.[] | select(.severity=="critical") | .id'`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if format != "text" && format != "json" {
-				return usageError("--format: unknown format %q (valid: text, json)", format)
+			v, err := a.resolve(c)
+			if err != nil {
+				return err
 			}
-			if check != "" && !slices.Contains(catalog.Names(), check) {
-				return usageError("--check: unknown check %q (valid: %s)", check, strings.Join(catalog.Names(), ", "))
-			}
+			format, check := v.String("format"), v.String("check")
 			all, err := catalog.Rules()
 			if err != nil {
 				return err
@@ -63,7 +59,6 @@ func newRulesCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVarP(&format, "format", "f", "text", "output format: text, json")
-	c.Flags().StringVar(&check, "check", "", "only this check's rules")
+	bindSettings(c, "rules")
 	return c
 }

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -15,7 +17,8 @@ import (
 	"time"
 
 	"github.com/mlwarden/mlwarden/scanners"
-	"github.com/mlwarden/mlwarden/scanners/slurm"
+	"github.com/mlwarden/mlwarden/scanners/config"
+	"github.com/mlwarden/mlwarden/server/slurmhook"
 )
 
 // sbatchToken is a format-valid Hugging Face token made at run time, so that
@@ -108,10 +111,16 @@ func TestSbatchEffectiveOptions(t *testing.T) {
 func TestSbatchServe(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "s.sock")
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &app{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &sbatchSyncWriter{}}
-	o := &sbatchOptions{failOn: "high", format: "text", checks: "secrets,pins,misconfig", serve: sock, timeout: 10 * time.Second}
 	done := make(chan error, 1)
-	go func() { done <- runSbatchServe(ctx, a, o, false) }()
+	go func() {
+		var out bytes.Buffer
+		code := MainContext(ctx, BuildInfo{Version: "test"}, strings.NewReader(""), &out, &sbatchSyncWriter{}, []string{"sbatch", "--serve", sock})
+		if code != 0 {
+			done <- fmt.Errorf("serve exited %d: %s", code, out.String())
+			return
+		}
+		done <- nil
+	}()
 	defer func() {
 		cancel()
 		<-done
@@ -156,53 +165,6 @@ func TestSbatchServe(t *testing.T) {
 	}
 }
 
-func TestSbatchRequestParsing(t *testing.T) {
-	var b bytes.Buffer
-	writeNetstring(&b, "name", []byte("job script"))
-	writeNetstring(&b, "env", []byte("A=1"))
-	writeNetstring(&b, "arg", []byte("-p"))
-	writeNetstring(&b, "fail-on", []byte("medium"))
-	writeNetstring(&b, "script", []byte("#!/bin/sh\n,:\x00"))
-	req, err := readSbatchRequest(bufio.NewReader(&b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if req.name != "job script" || len(req.env) != 1 || len(req.args) != 1 || req.failOn == nil || *req.failOn != scanners.SeverityMedium || string(req.script) != "#!/bin/sh\n,:\x00" {
-		t.Errorf("parsed %+v", req)
-	}
-	for _, bad := range []string{"", "x:", "3:abc", "999999999999:", "4:name,2:ab;", "5:bogus,0:,"} {
-		if _, err := readSbatchRequest(bufio.NewReader(strings.NewReader(bad))); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
-
-func FuzzSbatchRequest(f *testing.F) {
-	f.Add([]byte("4:name,1:x,6:script,2:ab,"))
-	f.Add([]byte("3:env,3:A=1,6:script,0:,"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		readSbatchRequest(bufio.NewReader(bytes.NewReader(data)))
-	})
-}
-
-func TestQuoteDirective(t *testing.T) {
-	for in, want := range map[string]string{
-		"--time=10":                  "--time=10",
-		"--container-image=a#b":      `--container-image="a#b"`,
-		`--comment=say "hi" \ there`: `--comment="say \"hi\" \\ there"`,
-	} {
-		got := quoteDirective(in)
-		if got != want {
-			t.Errorf("quoteDirective(%q) = %q, want %q", in, got, want)
-		}
-		// sbatch reads it back as written.
-		s := slurm.Parse([]byte("#!/bin/sh\n#SBATCH " + got + "\n"))
-		if len(s.Directives) != 1 || len(s.Directives[0].Words) != 1 || s.Directives[0].Words[0] != in {
-			t.Errorf("%q reads back as %+v", got, s.Directives)
-		}
-	}
-}
-
 // sbatchSyncWriter is a buffer the checker's goroutines may write at once.
 type sbatchSyncWriter struct {
 	mu sync.Mutex
@@ -224,17 +186,21 @@ func BenchmarkSbatchCheck(b *testing.B) {
 	}
 	_, rest, _ := strings.Cut(string(data), "cat <<'EOF'\n")
 	script, _, _ := strings.Cut(rest, "\nEOF\n")
-	o := &sbatchOptions{failOn: "high", format: "text", checks: strings.Join(sbatchChecks, ",")}
-	c, err := newSbatchChecker(o, false)
+	a := &app{build: BuildInfo{Version: "bench"}, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
+	v, err := config.Resolve("sbatch", nil, func(string) (string, bool) { return "", false }, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := sbatchRequest{name: "job script", script: []byte(script + "\n"),
-		env: []string{"_SLURM_SPANK_OPTION_pyxis_container_image=registry.example.com/nvidia/pytorch:24.01-py3"}}
+	c, err := a.sbatchChecker(v, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := slurmhook.Request{Name: "job script", Script: []byte(script + "\n"),
+		Env: []string{"_SLURM_SPANK_OPTION_pyxis_container_image=registry.example.com/nvidia/pytorch:24.01-py3"}}
 	b.ResetTimer()
 	for b.Loop() {
 		var out bytes.Buffer
-		if code := c.check(context.Background(), req, &out); code == ExitError {
+		if code := c.Check(context.Background(), req, &out); code == ExitError {
 			b.Fatal(out.String())
 		}
 	}

@@ -11,32 +11,17 @@ import (
 	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
-
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
-	"github.com/mlwarden/mlwarden/scanners/catalog"
+	"github.com/mlwarden/mlwarden/scanners/config"
+	"github.com/mlwarden/mlwarden/scanners/scan"
 	"github.com/mlwarden/mlwarden/scanners/signatures"
-	"github.com/mlwarden/mlwarden/scanners/source/image"
 	"github.com/mlwarden/mlwarden/server"
-	"github.com/mlwarden/mlwarden/server/imagescan"
 	"github.com/mlwarden/mlwarden/server/verdict"
 )
 
-// serveOptions are the flags of `mlwarden serve`.
-type serveOptions struct {
-	listen       string
-	tlsCert      string
-	tlsKey       string
-	insecureHTTP bool
-	config       string
-	store        string
-	checks       string
-	insecureRegs []string
-	logLevel     string
-}
-
 func newServeCmd(a *app) *cobra.Command {
-	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Answer admission reviews, registry push events and Harbor scans",
@@ -47,59 +32,89 @@ func newServeCmd(a *app) *cobra.Command {
   /api/v1/...             Harbor pluggable scanner adapter (spec 1.1/1.2)
   /healthz /readyz        probes; /metrics for Prometheus
 
-Verdicts are kept by image digest and rules version, in a bbolt file and,
-with store.referrers in the config, in the registry as signed referrers so
-that every replica reads the same verdict. Logs are JSON on stderr.`,
+Every image is scanned by the same pipeline as 'mlwarden scan registry:REF',
+with the same settings and suppressions: --config is a file in .mlwarden.yaml
+format whose serve: section holds the server's policies, namespaces, events
+and store (a file without a serve: section is read as the server section
+alone, as before). Verdicts are kept by image digest and rules version, in a
+bbolt file and, with serve.store.referrers, in the registry as signed
+referrers so that every replica reads the same verdict. Logs are JSON on
+stderr.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, a, &o) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, a) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.listen, "listen", ":8443", "address to listen on")
-	f.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM); reloaded when it changes")
-	f.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
-	f.BoolVar(&o.insecureHTTP, "insecure-http", false, "allow plain HTTP on a non-loopback address")
-	f.StringVar(&o.config, "config", "", "server configuration file (policies, namespaces, events, store)")
-	f.StringVar(&o.store, "store", "", "bbolt verdict store file (overrides store.path)")
-	f.StringVar(&o.checks, "checks", "all", "comma list of checks run on images")
-	f.StringSliceVar(&o.insecureRegs, "insecure-registry", nil, "registry host reached over plain HTTP (repeatable)")
-	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	bindSettings(cmd, "serve")
 	return cmd
 }
 
-func runServe(cmd *cobra.Command, a *app, o *serveOptions) error {
-	lc := server.ListenConfig{Addr: o.listen, CertFile: o.tlsCert, KeyFile: o.tlsKey, InsecureHTTP: o.insecureHTTP}
+// serveSettings resolves serve's settings and the server's config: from a
+// .mlwarden.yaml-format file with a serve: section, or from a server config
+// file as a whole (the format before the serve: section existed).
+func (a *app) serveSettings(cmd *cobra.Command) (*config.Values, server.Config, error) {
+	flags := setFlags(cmd)
+	pre, err := config.Resolve("serve", flags, a.lookupEnv, nil)
+	if err != nil {
+		return nil, server.Config{}, usageError("%v", err)
+	}
+	path := pre.String("config")
+	if path != "" && !hasServeSection(path) {
+		cfg, err := server.LoadConfig(path)
+		if err != nil {
+			return nil, server.Config{}, usageError("config %s: %v", path, err)
+		}
+		return pre, cfg, nil
+	}
+	cfg := server.DefaultConfig()
+	v, err := scan.Configure("serve", flags, a.lookupEnv, nil, config.Owner{Key: "serve", Into: &cfg})
+	if err != nil {
+		return nil, server.Config{}, usageError("%v", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, server.Config{}, usageError("config %s: serve: %v", path, err)
+	}
+	return v, cfg, nil
+}
+
+// hasServeSection reports whether the YAML file at path has a top-level
+// serve key (a read error says no: loading it then reports the error).
+func hasServeSection(path string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var top map[string]yaml.Node
+	if yaml.Unmarshal(data, &top) != nil {
+		return false
+	}
+	_, ok := top["serve"]
+	return ok
+}
+
+func runServe(cmd *cobra.Command, a *app) error {
+	v, cfg, err := a.serveSettings(cmd)
+	if err != nil {
+		return err
+	}
+	lc := server.ListenConfig{Addr: v.String("listen"), CertFile: v.String("tls-cert"), KeyFile: v.String("tls-key"), InsecureHTTP: v.Bool("insecure-http")}
 	if err := server.CheckListen(lc); err != nil {
 		return usageError("%v", err)
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+	if err := level.UnmarshalText([]byte(v.String("log-level"))); err != nil {
 		return usageError("--log-level: %v", err)
 	}
 	log := slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{Level: level}))
-
-	cfg := server.DefaultConfig()
-	if o.config != "" {
-		var err error
-		if cfg, err = server.LoadConfig(o.config); err != nil {
-			return usageError("%v", err)
-		}
+	if st := v.String("store"); st != "" {
+		cfg.Store.Path = st
 	}
-	if o.store != "" {
-		cfg.Store.Path = o.store
-	}
-	checks, err := catalog.ParseChecks(o.checks)
-	if err != nil {
-		return usageError("--checks: %v", err)
-	}
-	scs, err := catalog.New(catalog.Options{Checks: checks})
+	sc, err := a.pipeline(v, func(o *scan.Options) {
+		o.Warn = func(w string) { log.Warn(w) }
+		o.Timeout = 0 // the server bounds each scan itself (below)
+	})
 	if err != nil {
 		return err
 	}
-	rv := server.RulesVersion(a.build.Version, checks, catalog.RulesOf(scs))
-	scanner := imagescan.New(scs, imagescan.WithImageOptions(image.Options{
-		RulesVersion: rv,
-		Insecure:     o.insecureRegs,
-	}))
+	defer sc.Close()
 
 	store, closeStore, err := openServeStore(cfg.Store)
 	if err != nil {
@@ -107,8 +122,9 @@ func runServe(cmd *cobra.Command, a *app, o *serveOptions) error {
 	}
 	defer closeStore()
 
+	insecure := v.List("insecure-registry")
 	opts := []server.Option{}
-	sigs, err := serveVerifier(cfg, o)
+	sigs, err := serveVerifier(cfg, v.String("config"), insecure)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -117,18 +133,26 @@ func runServe(cmd *cobra.Command, a *app, o *serveOptions) error {
 	}
 	srv, err := server.New(append(opts,
 		server.WithConfig(cfg),
-		server.WithScanner(scanner),
+		server.WithScanner(server.Pipeline{Scanner: sc}),
+		server.WithScanTimeout(v.Duration("timeout")),
 		server.WithStore(store),
 		server.WithLogger(log),
-		server.WithRulesVersion(rv),
+		server.WithRulesVersion(sc.RulesVersion()),
 		server.WithVersion(a.build.Version),
-		server.WithInsecureRegistries(o.insecureRegs...),
+		server.WithInsecureRegistries(insecure...),
 	)...)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	if o.config != "" {
-		stop := reloadOnHangup(cmd.Context(), srv, o, log)
+	if path := v.String("config"); path != "" {
+		stop := reloadOnHangup(cmd.Context(), srv, log, path, func() (server.Config, server.SignatureVerifier, error) {
+			_, cfg, err := a.serveSettings(cmd)
+			if err != nil {
+				return cfg, nil, err
+			}
+			sigs, err := serveVerifier(cfg, path, insecure)
+			return cfg, sigs, err
+		})
 		defer stop()
 	}
 	if err := srv.Run(cmd.Context(), lc, nil); err != nil && !errors.Is(err, cmd.Context().Err()) {
@@ -140,29 +164,29 @@ func runServe(cmd *cobra.Command, a *app, o *serveOptions) error {
 // serveVerifier builds the signature verifier the config's signature-policy
 // asks for (nil when it names no images); key and root files are relative
 // to the config file.
-func serveVerifier(cfg server.Config, o *serveOptions) (server.SignatureVerifier, error) {
+func serveVerifier(cfg server.Config, configPath string, insecure []string) (server.SignatureVerifier, error) {
 	if len(cfg.SignaturePolicy.Images) == 0 {
 		return nil, nil
 	}
 	pol := cfg.SignaturePolicy
-	if o.config != "" {
-		pol = pol.Resolve(filepath.Dir(o.config))
+	if configPath != "" {
+		pol = pol.Resolve(filepath.Dir(configPath))
 	}
 	var nameOpts []name.Option
-	if len(o.insecureRegs) > 0 {
+	if len(insecure) > 0 {
 		nameOpts = append(nameOpts, name.Insecure)
 	}
 	sigs, err := signatures.New(signatures.WithPolicy(pol), signatures.WithNameOptions(nameOpts...))
 	if err != nil {
-		return nil, fmt.Errorf("%s: signature-policy: %w", o.config, err)
+		return nil, fmt.Errorf("%s: signature-policy: %w", configPath, err)
 	}
 	return server.ImagePolicyVerifier{Policy: sigs}, nil
 }
 
-// reloadOnHangup re-reads the config file on SIGHUP and swaps in its
-// policies and signature policy; a config that does not load or validate is
+// reloadOnHangup calls load on SIGHUP and swaps in the policies and
+// signature policy it returns; a config that does not load or validate is
 // logged and the running policies stay. It returns a function that stops it.
-func reloadOnHangup(ctx context.Context, srv *server.Server, o *serveOptions, log *slog.Logger) func() {
+func reloadOnHangup(ctx context.Context, srv *server.Server, log *slog.Logger, name string, load func() (server.Config, server.SignatureVerifier, error)) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -177,20 +201,16 @@ func reloadOnHangup(ctx context.Context, srv *server.Server, o *serveOptions, lo
 					return
 				}
 			}
-			cfg, err := server.LoadConfig(o.config)
-			var sigs server.SignatureVerifier
-			if err == nil {
-				sigs, err = serveVerifier(cfg, o)
-			}
+			cfg, sigs, err := load()
 			var restart []string
 			if err == nil {
 				restart, err = srv.Reload(cfg, sigs)
 			}
 			if err != nil {
-				log.Error("config not reloaded; the running policies stay", "config", o.config, "err", err)
+				log.Error("config not reloaded; the running policies stay", "config", name, "err", err)
 				continue
 			}
-			log.Info("config reloaded: policies, namespaces and signature policy", "config", o.config)
+			log.Info("config reloaded: policies, namespaces and signature policy", "config", name)
 			if len(restart) > 0 {
 				log.Warn("config changes that take a restart were not applied", "settings", restart)
 			}

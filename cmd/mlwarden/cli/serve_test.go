@@ -36,7 +36,11 @@ func TestServeReloadOnHangup(t *testing.T) {
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stop := reloadOnHangup(ctx, srv, &serveOptions{config: cfgFile}, slog.New(slog.NewJSONHandler(&logs, nil)))
+	load := func() (server.Config, server.SignatureVerifier, error) {
+		cfg, err := server.LoadConfig(cfgFile)
+		return cfg, nil, err
+	}
+	stop := reloadOnHangup(ctx, srv, slog.New(slog.NewJSONHandler(&logs, nil)), cfgFile, load)
 	defer stop()
 
 	pod := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ml"},"spec":{"containers":[{"name":"m",` +

@@ -9,14 +9,17 @@ import (
 )
 
 func newVersionCmd(a *app) *cobra.Command {
-	var format string
 	c := &cobra.Command{
 		Use:     "version",
 		Short:   "Print the version, commit and build date",
 		Example: "  mlwarden version\n  mlwarden version --format json",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			switch format {
+			v, err := a.resolve(c)
+			if err != nil {
+				return err
+			}
+			switch v.String("format") {
 			case "json":
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
@@ -28,9 +31,9 @@ func newVersionCmd(a *app) *cobra.Command {
 				fmt.Fprintf(a.stdout, "mlwarden %s (commit %s, built %s, %s %s/%s)\n", a.build.Version, a.build.Commit, a.build.Date, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 				return nil
 			}
-			return usageError("--format: unknown format %q (valid: text, json)", format)
+			return nil
 		},
 	}
-	c.Flags().StringVarP(&format, "format", "f", "text", "output format: text, json")
+	bindSettings(c, "version")
 	return c
 }
