@@ -251,3 +251,67 @@ func TestVerifyModelUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyOutput pins what verify prints, text and JSON, for a verdict
+// each way and for a check that could not be made.
+func TestVerifyOutput(t *testing.T) {
+	dir := t.TempDir()
+	sum := func(s string) string { d := sha256.Sum256([]byte(s)); return string(hexs(d[:])) }
+	verifyWrite(t, dir, map[string]string{"a.bin": "alpha", "b.bin": "bravO", "SHA256SUMS": sum("alpha") + "  a.bin\n" + sum("bravo") + "  b.bin\n"})
+	empty := t.TempDir()
+	file := filepath.Join(dir, "a.bin")
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	d := sha256.Sum256([]byte("alpha"))
+	s, _ := ecdsa.SignASN1(rand.Reader, k, d[:])
+	verifyWrite(t, dir, map[string]string{"a.bin.sig": base64.StdEncoding.EncodeToString(s)})
+	key := verifyKeyFile(t, k)
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"checksums", dir}, 1, "b.bin: FAILED (sha256 is " + sum("bravO") + ", manifest says " + sum("bravo") + ")\nVerification FAILED: " + dir + ": 1 problems\n"},
+		{[]string{"checksums", dir, "-f", "json"}, 1, `{
+  "command": "checksums",
+  "target": "` + dir + `",
+  "status": "failed",
+  "verified": false,
+  "checked": 2,
+  "problems": [
+    {
+      "path": "b.bin",
+      "status": "FAILED",
+      "reason": "sha256 is ` + sum("bravO") + `, manifest says ` + sum("bravo") + `"
+    }
+  ]
+}
+`},
+		{[]string{"checksums", file, "--expect-digest", "sha256:" + sum("alpha")}, 0, "Verified OK: " + file + ", 1 files checked\n"},
+		{[]string{"blob", file, "--key", key}, 0, "Verified OK: " + file + " (signed by key)\n"},
+		{[]string{"blob", file, "--key", key, "-f", "json"}, 0, `{
+  "command": "blob",
+  "target": "` + file + `",
+  "status": "verified",
+  "verified": true,
+  "signer": "key",
+  "digest": "sha256:` + sum("alpha") + `"
+}
+`},
+		{[]string{"blob", filepath.Join(dir, "b.bin"), "--key", key}, 1, "Verification FAILED: " + filepath.Join(dir, "b.bin") + ": no signature: no " +
+			filepath.Join(dir, "b.bin") + ".sigstore.json or " + filepath.Join(dir, "b.bin") + ".sig; give --bundle or --signature\n"},
+		{[]string{"checksums", empty, "-f", "json"}, 2, `{
+  "command": "checksums",
+  "target": "` + empty + `",
+  "status": "error",
+  "verified": false,
+  "error": "no checksum manifest found in ` + empty + ` (looked for SHA256SUMS, SHA512SUMS, *.sha256, *.sha512); give --manifest or --expect-digest"
+}
+verify checksums ` + empty + `: could not check: no checksum manifest found in ` + empty + ` (looked for SHA256SUMS, SHA512SUMS, *.sha256, *.sha512); give --manifest or --expect-digest`},
+		{[]string{"blob", file}, 2, "give --key, or --certificate-identity and --certificate-oidc-issuer with --trusted-root"},
+	} {
+		code, out := verifyRun(t, tt.args...)
+		if code != tt.code || out != tt.want {
+			t.Errorf("%q: exit %d, want %d\ngot:\n%s\nwant:\n%s", tt.args, code, tt.code, out, tt.want)
+		}
+	}
+}
