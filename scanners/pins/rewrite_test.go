@@ -3,69 +3,24 @@ package pins
 import (
 	"context"
 	"errors"
-	"io"
-	"log"
-	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/mlwarden/mlwarden/internal/registrytest"
 )
 
-// testRegistry starts go-containerregistry's registry in process on
-// 127.0.0.1 and pushes one random image under each tag; it returns the host
-// and the digest.
-func testRegistry(t *testing.T, tags ...string) (string, string) {
-	t.Helper()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
-	return host, pushRandom(t, host, tags...)
-}
-
-func pushRandom(t *testing.T, host string, tags ...string) string {
-	t.Helper()
-	img, err := random.Image(256, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := img.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tag := range tags {
-		ref, err := name.ParseReference(host + "/" + tag)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatalf("push %s: %v", ref, err)
-		}
-	}
-	return d.String()
-}
-
 func TestRewrite(t *testing.T) {
-	host, d := testRegistry(t, "ml/pytorch:24.01", "ml/base:1", "ml/tool:2")
-	testRewrite(t, host, d)
+	host := registrytest.InProcess(t)
+	d := registrytest.PushRandom(t, host+"/ml/pytorch:24.01", host+"/ml/base:1", host+"/ml/tool:2")
+	testRewrite(t, host, d.String())
 }
 
 // TestRewriteRealRegistry runs the same against the registry that
 // .ci/registry.sh starts (MLWARDEN_TEST_REGISTRY=127.0.0.1:PORT).
 func TestRewriteRealRegistry(t *testing.T) {
-	host := os.Getenv("MLWARDEN_TEST_REGISTRY")
-	if host == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MLWARDEN_TEST_REGISTRY is not set: source .ci/registry.sh first")
-		}
-		t.Skip("MLWARDEN_TEST_REGISTRY not set (source .ci/registry.sh to run against a real registry)")
-	}
-	d := pushRandom(t, host, "ml/pytorch:24.01", "ml/base:1", "ml/tool:2")
-	testRewrite(t, host, d)
+	host := registrytest.Registry(t)
+	d := registrytest.PushRandom(t, host+"/ml/pytorch:24.01", host+"/ml/base:1", host+"/ml/tool:2")
+	testRewrite(t, host, d.String())
 }
 
 func testRewrite(t *testing.T, host, d string) {
