@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mlwarden/mlwarden/internal/registrytest"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -133,7 +134,7 @@ func TestImageRegistryUnauthorized(t *testing.T) {
 }
 
 func TestImageRegistryNotFound(t *testing.T) {
-	reg := imgRegistry(t)
+	reg := registrytest.Registry(t)
 	res, _ := imgScan(t, SchemeRegistry, reg+"/mlwarden/absent:nope", Options{})
 	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, "not found at "+reg) {
 		t.Errorf("errors: %s", imgDump(res))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -15,11 +14,9 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/compression"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/mlwarden/mlwarden/scanners"
@@ -238,23 +235,6 @@ func (r *imgRecorder) configs() []string {
 	return out
 }
 
-// imgPush writes an image or an index to the test registry.
-func imgPush(t testing.TB, ref string, img v1.Image, idx v1.ImageIndex) {
-	t.Helper()
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if img != nil {
-		err = remote.Write(r, img)
-	} else {
-		err = remote.WriteIndex(r, idx)
-	}
-	if err != nil {
-		t.Fatalf("push %s: %v", ref, err)
-	}
-}
-
 func (r *imgRecorder) paths() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -275,20 +255,6 @@ func imgScan(t testing.TB, scheme, ref string, o Options) (*scanners.Result, *im
 	rec := newImgRecorder()
 	res := scanners.NewDispatcher([]scanners.Scanner{rec}).Run(context.Background(), src)
 	return res, rec
-}
-
-// imgRegistry returns the test registry's host:port or skips (fails in CI).
-func imgRegistry(t testing.TB) string {
-	t.Helper()
-	r := os.Getenv("MLWARDEN_TEST_REGISTRY")
-	if r == "" {
-		msg := "MLWARDEN_TEST_REGISTRY is not set: start a registry with `source .ci/registry.sh`"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return r
 }
 
 func imgFindingsAt(res *scanners.Result, path string) []scanners.Finding {

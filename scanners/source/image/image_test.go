@@ -3,7 +3,6 @@ package image
 import (
 	"encoding/json"
 	"maps"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/mlwarden/mlwarden/internal/registrytest"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -176,10 +176,9 @@ func TestImageDockerArchive(t *testing.T) {
 }
 
 func TestImageRegistry(t *testing.T) {
-	reg := imgRegistry(t)
 	f := imgTestImage(t, runtime.GOARCH)
-	ref := reg + "/mlwarden/fixture:single"
-	imgPush(t, ref, f.img, nil)
+	ref := registrytest.Repo(t, registrytest.Registry(t)) + ":single"
+	registrytest.PushImage(t, f.img, ref)
 	res, rec := imgScan(t, SchemeRegistry, ref, Options{})
 	imgCheckFixture(t, f, res, rec)
 	want, _ := f.img.Digest()
@@ -191,14 +190,21 @@ func TestImageRegistry(t *testing.T) {
 func TestImagePlatforms(t *testing.T) {
 	idx := imgTestIndex(t)
 	dir := imgWriteOCI(t, nil, idx)
-	targets := []struct{ scheme, ref string }{{SchemeOCI, dir}}
-	if reg := os.Getenv("MLWARDEN_TEST_REGISTRY"); reg != "" || os.Getenv("CI") == "true" {
-		ref := imgRegistry(t) + "/mlwarden/fixture:multi"
-		imgPush(t, ref, nil, idx)
-		targets = append(targets, struct{ scheme, ref string }{SchemeRegistry, ref})
+	// The registry subtest skips alone when there is no registry.
+	targets := []struct {
+		scheme string
+		ref    func(t *testing.T) string
+	}{
+		{SchemeOCI, func(*testing.T) string { return dir }},
+		{SchemeRegistry, func(t *testing.T) string {
+			ref := registrytest.Repo(t, registrytest.Registry(t)) + ":multi"
+			registrytest.PushIndex(t, idx, ref)
+			return ref
+		}},
 	}
 	for _, tg := range targets {
 		t.Run(tg.scheme, func(t *testing.T) {
+			ref := tg.ref(t)
 			for _, tc := range []struct {
 				platform string
 				configs  []string
@@ -209,7 +215,7 @@ func TestImagePlatforms(t *testing.T) {
 				{"all", []string{ConfigPath + "@linux/amd64", ConfigPath + "@linux/arm64"}, ""},
 				{"linux/s390x", nil, "no image for platform linux/s390x in the index (it has: linux/amd64, linux/arm64"},
 			} {
-				res, rec := imgScan(t, tg.scheme, tg.ref, Options{Platform: tc.platform})
+				res, rec := imgScan(t, tg.scheme, ref, Options{Platform: tc.platform})
 				if tc.err != "" {
 					if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, tc.err) {
 						t.Errorf("%s: errors %v", tc.platform, res.Errors)
