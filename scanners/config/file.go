@@ -241,7 +241,7 @@ func Parse(name string, data []byte, owners ...Owner) (*File, error) {
 				}
 			}
 		}
-		if s.Type != List && s.Type != Strings && len(raw) > 1 {
+		if s.Type != List && s.Type != Strings && f.keys[s.Key].value.Kind != yaml.ScalarNode {
 			return nil, fail(line, "%s: want one value, not a list", s.Key)
 		}
 		if err := val.parse(); err != nil {
