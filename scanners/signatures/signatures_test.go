@@ -673,3 +673,28 @@ func TestReadsThroughArtifactFS(t *testing.T) {
 		})
 	}
 }
+
+// TestUnsignedExampleDeterministic: the example file an unsigned-directory
+// finding names is the directory's first model file, whichever file the
+// parallel walk reached first, so that its message and fingerprint are the
+// same on every run.
+func TestUnsignedExampleDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{}
+	for _, n := range []string{"d.safetensors", "b.npz", "c.pt", "a.bin", "e.onnx"} {
+		files["m/"+n] = strings.Repeat("x", 100)
+	}
+	write(t, dir, files)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for range 20 {
+		s, _ := New()
+		res := scanners.NewDispatcher([]scanners.Scanner{s}, scanners.WithWorkers(8)).Run(context.Background(), dirSource{dir, root.FS()})
+		if len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Message, "(e.g. a.bin)") {
+			t.Fatalf("findings %+v", res.Findings)
+		}
+	}
+}

@@ -30,10 +30,17 @@ func (s *Scanner) scanUnsigned(a *scanners.Artifact) []scanners.Finding {
 	if err != nil {
 		return nil
 	}
+	// The example names the directory's first model file in name order,
+	// not whichever one the walk reached first: reports are deterministic.
+	example := path.Base(a.Path)
+	first := true
 	for _, e := range entries {
 		n := e.Name()
 		if slices.Contains(s.sigNames(dir), n) || checksums.IsManifestName(n) || strings.HasSuffix(n, ".sigstore.json") || strings.HasSuffix(n, ".sig") {
 			return nil
+		}
+		if first && e.Type().IsRegular() && isModelFile(strings.ToLower(n)) {
+			example, first = n, false
 		}
 	}
 	// A model signature higher up covers sub-directories.
@@ -53,7 +60,7 @@ func (s *Scanner) scanUnsigned(a *scanners.Artifact) []scanners.Finding {
 	b := *a
 	b.Path = dir
 	f := scanners.At(&b, RuleUnsigned, 0, fmt.Sprintf(
-		"model directory %s (e.g. %s) has no model signature (model.sig) and no checksum manifest; %s; sign it with model_signing or publish a SHA256SUMS, and verify it before loading", dir, path.Base(a.Path), what))
+		"model directory %s (e.g. %s) has no model signature (model.sig) and no checksum manifest; %s; sign it with model_signing or publish a SHA256SUMS, and verify it before loading", dir, example, what))
 	f.Severity = sev
 	return []scanners.Finding{f}
 }
