@@ -11,18 +11,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"io"
-	"log"
-	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
@@ -31,19 +24,17 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 	sigpayload "github.com/sigstore/sigstore/pkg/signature/payload"
+
+	"github.com/mlwarden/mlwarden/internal/registrytest"
 )
 
-// testRegistry returns a registry host: MLWARDEN_TEST_REGISTRY (the Debian
-// docker-registry .ci/registry.sh starts) or go-containerregistry's
-// in-process registry on 127.0.0.1.
+// Registry returns a registry host: MLWARDEN_TEST_REGISTRY (the Debian
+// docker-registry .ci/registry.sh starts), or outside CI
+// go-containerregistry's in-process registry on 127.0.0.1 (see
+// registrytest.Any).
 func Registry(t testing.TB) string {
 	t.Helper()
-	if r := os.Getenv("MLWARDEN_TEST_REGISTRY"); r != "" {
-		return r
-	}
-	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
+	return registrytest.Any(t)
 }
 
 // Key is a signing key and its public key.
@@ -98,15 +89,11 @@ func genCosignKey(t testing.TB) Key {
 // Push writes a random image to ref and returns its digest.
 func Push(t testing.TB, ref string) name.Digest {
 	t.Helper()
-	img, err := random.Image(512, 1)
+	h := registrytest.PushRandom(t, ref)
+	r, err := name.ParseReference(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _ := name.ParseReference(ref)
-	if err := remote.Write(r, img); err != nil {
-		t.Fatal(err)
-	}
-	h, _ := img.Digest()
 	return r.Context().Digest(h.String())
 }
 
