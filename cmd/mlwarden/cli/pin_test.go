@@ -4,18 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/mlwarden/mlwarden/internal/registrytest"
 )
 
 func runPinCmd(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -39,15 +33,8 @@ func runPinCmd(t *testing.T, args ...string) (stdout, stderr string, code int) {
 }
 
 func TestPinCommand(t *testing.T) {
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-	img, _ := random.Image(128, 1)
-	d, _ := img.Digest()
-	ref, _ := name.ParseReference(host + "/ml/train:1")
-	if err := remote.Write(ref, img); err != nil {
-		t.Fatal(err)
-	}
+	host := registrytest.Any(t)
+	d := registrytest.PushRandom(t, host+"/ml/train:1")
 	dir := t.TempDir()
 	df := filepath.Join(dir, "Dockerfile")
 	orig := "# base image\nFROM " + host + "/ml/train:1   # comment kept\nRUN true\n"
