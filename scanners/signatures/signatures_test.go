@@ -24,40 +24,12 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/scannertest"
 	"github.com/mlwarden/mlwarden/scanners/signatures/checksums"
 	"github.com/mlwarden/mlwarden/scanners/signatures/imagesig"
 	"github.com/mlwarden/mlwarden/scanners/signatures/modelsig/modelsigtest"
 	"github.com/mlwarden/mlwarden/scanners/signatures/trust"
 )
-
-// dirSource hands every regular file of a directory to the sink, as the fs
-// source does (kept here so the test does not depend on it), with the
-// directory's os.Root as Artifact.FS.
-type dirSource struct {
-	dir  string
-	fsys fs.FS
-}
-
-func (d dirSource) Target() scanners.Target {
-	return scanners.Target{Name: d.dir, Kind: scanners.KindDir}
-}
-
-func (d dirSource) Walk(ctx context.Context, sink scanners.Sink) error {
-	return filepath.WalkDir(d.dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || !e.Type().IsRegular() {
-			return err
-		}
-		rel, _ := filepath.Rel(d.dir, p)
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fi, _ := f.Stat()
-		return sink.Artifact(&scanners.Artifact{Kind: scanners.ArtifactFile, Target: d.dir, TargetKind: scanners.KindDir,
-			Path: filepath.ToSlash(rel), Size: fi.Size(), Mode: fi.Mode(), FS: d.fsys}, f)
-	})
-}
 
 func write(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
@@ -70,17 +42,8 @@ func write(t *testing.T, dir string, files map[string]string) {
 
 func run(t *testing.T, s *Scanner, dir string, others ...scanners.Scanner) []string {
 	t.Helper()
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	res := scanners.NewDispatcher(append([]scanners.Scanner{s}, others...)).Run(context.Background(), dirSource{dir, root.FS()})
-	for _, e := range res.Errors {
-		t.Errorf("error: %v", e)
-	}
 	var got []string
-	for _, f := range res.Findings {
+	for _, f := range scannertest.ScanDir(t, dir, append([]scanners.Scanner{s}, others...)...) {
 		got = append(got, f.RuleID+" "+f.Severity.String()+" "+f.Path)
 		if f.Message == "" || len(f.Message) < 40 {
 			t.Errorf("terse message %q", f.Message)
@@ -692,7 +655,7 @@ func TestUnsignedExampleDeterministic(t *testing.T) {
 	defer root.Close()
 	for range 20 {
 		s, _ := New()
-		res := scanners.NewDispatcher([]scanners.Scanner{s}, scanners.WithWorkers(8)).Run(context.Background(), dirSource{dir, root.FS()})
+		res := scanners.NewDispatcher([]scanners.Scanner{s}, scanners.WithWorkers(8)).Run(context.Background(), scannertest.Source(dir, root.FS()))
 		if len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Message, "(e.g. a.bin)") {
 			t.Fatalf("findings %+v", res.Findings)
 		}
