@@ -2,32 +2,13 @@ package secrets
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/mlwarden/mlwarden/reports"
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/scannertest"
 )
-
-// redactSource hands over files from memory.
-type redactSource struct {
-	files map[string]string
-}
-
-func (s redactSource) Target() scanners.Target {
-	return scanners.Target{Name: "leaky-repo", Kind: scanners.KindDir}
-}
-
-func (s redactSource) Walk(ctx context.Context, sink scanners.Sink) error {
-	for p, c := range s.files {
-		a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "leaky-repo", TargetKind: scanners.KindDir, Path: p, Size: int64(len(c))}
-		if err := sink.Artifact(a, strings.NewReader(c)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // TestNoSecretInAnyOutput plants secrets in every place the check looks and
 // greps every report format for them (and for their long substrings).
@@ -50,7 +31,11 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 		"mlflow.env":   "MLFLOW_TRACKING_URI=https://alice:" + planted[4] + "@mlflow.example.org\n",
 		"aws/creds.sh": "export AWS_ACCESS_KEY_ID=" + planted[5] + "\n",
 	}
-	res := scanners.NewDispatcher([]scanners.Scanner{s}).Run(context.Background(), redactSource{files})
+	mem := map[string][]byte{}
+	for p, c := range files {
+		mem[p] = []byte(c)
+	}
+	res := scannertest.Run(t, scannertest.Source("leaky-repo", scannertest.MapFS(mem)), s)
 	if len(res.Findings) < len(files) {
 		t.Fatalf("only %d findings", len(res.Findings))
 	}
