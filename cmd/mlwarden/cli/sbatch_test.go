@@ -205,3 +205,9 @@ func BenchmarkSbatchCheck(b *testing.B) {
 		}
 	}
 }
+
+func (w *sbatchSyncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
