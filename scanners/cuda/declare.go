@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/slurm"
 )
 
 // Declared is everything a target (or one artifact of it) says about the CUDA
@@ -347,8 +348,8 @@ func ExtractFile(p string, data []byte) Declared {
 			}
 			return
 		}
-		if strings.HasPrefix(trim, "#") && !strings.HasPrefix(trim, "#SBATCH") {
-			return
+		if strings.HasPrefix(trim, "#") {
+			return // comments, and #SBATCH directives: read below as sbatch reads them
 		}
 		code := stripComment(line)
 		switch kind {
@@ -463,7 +464,28 @@ func ExtractFile(p string, data []byte) Declared {
 	if d.CUDA == "" && indexCUDA == "" {
 		d.Undeclared = append(d.Undeclared, torchLines...)
 	}
+	if kind == kindScript && bytes.Contains(data, []byte("#SBATCH")) {
+		sbatchExports(&d, p, data)
+	}
 	return d
+}
+
+// sbatchExports reads TORCH_CUDA_ARCH_LIST from a batch script's
+// --export directives, through the slurm package's reading of #SBATCH
+// lines (the one reader: a value cut at an unescaped '#' is cut here too).
+func sbatchExports(d *Declared, p string, data []byte) {
+	for _, st := range slurm.Parse(data).Settings {
+		if st.Name != "export" || st.Source != slurm.FromScript {
+			continue
+		}
+		for _, kv := range strings.Split(st.Value, ",") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(kv), "TORCH_CUDA_ARCH_LIST="); ok && v != "" && !strings.Contains(v, "$") {
+				v = strings.Trim(v, `"'`)
+				d.Arch = ParseArchList(v)
+				d.Evidence = append(d.Evidence, Evidence{Path: p, Line: st.Line, What: "#SBATCH --export TORCH_CUDA_ARCH_LIST=" + v})
+			}
+		}
+	}
 }
 
 // stripComment drops a trailing " # comment" (pip, conda and shell syntax).

@@ -35,6 +35,8 @@ func TestExtractFile(t *testing.T) {
 		{"conda pip section", "environment.yml", "dependencies:\n  - pip:\n    - torch==2.3.1+cu121\n", "12.1", 0, nil, "", true},
 		{"conda pytorch undeclared", "environment.yml", "dependencies:\n  - pytorch\n", "", 1, nil, "", false},
 		{"module load", "train.sbatch", "#!/bin/bash\n#SBATCH --gres=gpu:1\nmodule load gcc/12 cuda/12.4.1\n", "12.4", 0, nil, "", false},
+		{"sbatch --export arch list", "train.sbatch", "#!/bin/bash\n#SBATCH --export=ALL,TORCH_CUDA_ARCH_LIST=9.0\nsrun true\n#SBATCH --export=TORCH_CUDA_ARCH_LIST=8.0\n", "", 0, nil, "9.0", false},
+		{"sbatch directive is not a module load", "train.sbatch", "#!/bin/bash\n#SBATCH --comment=\"module load cuda/11.8\"\nsrun true\n", "", 0, nil, "", false},
 		{"ml easybuild", "job.sh", "ml CUDA/12.1.1\n", "12.1", 0, nil, "", false},
 		{"module load unversioned", "job.sh", "module load cuda\n", "", 1, nil, "", false},
 		{"module cudnn is not cuda", "job.sh", "module load cudnn/8.9\n", "", 0, nil, "", false},
