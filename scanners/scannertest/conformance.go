@@ -268,12 +268,19 @@ func checkWantsCost(sc scanners.Scanner, seeds []Seed, limit time.Duration, log 
 		for _, c := range cases {
 			a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "t", TargetKind: scanners.KindDir, Path: c.path, Size: 1 << 20, Mode: 0o644}
 			best := time.Duration(math.MaxInt64)
-			for range rounds {
-				start := time.Now()
-				for range calls {
-					p.call(a, c.head)
+			// A case over the limit is timed again after short pauses
+			// before it fails: a busy machine slows some rounds, not all.
+			for try := 0; try < 4 && best > limit; try++ {
+				if try > 0 {
+					time.Sleep(5 * time.Millisecond)
 				}
-				best = min(best, time.Since(start)/calls)
+				for range rounds {
+					start := time.Now()
+					for range calls {
+						p.call(a, c.head)
+					}
+					best = min(best, time.Since(start)/calls)
+				}
 			}
 			if best > worst {
 				worst, worstCase = best, c
