@@ -1,15 +1,17 @@
 package models
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/mlwarden/mlwarden/scanners/scannertest"
 )
 
-// TestConformance runs the checks every scanner passes on the fixtures the
-// fuzz targets are seeded with (benign, malicious and bypass models) and
-// the demo fixtures.
+// TestConformance runs the checks every scanner passes on the files the
+// fuzz targets are seeded with (benign, malicious and bypass models, and
+// old joblib releases' files where python3-joblib is installed) and the
+// demo fixtures.
 //
 // It leaves out scannertest.CheckWantsCost, which the check fails: when a
 // head starts with a byte that can open a protocol 0 pickle (one of
@@ -23,6 +25,9 @@ func TestConformance(t *testing.T) {
 	var seeds []scannertest.Seed
 	for _, dir := range []string{"benign", "malicious", "bypass"} {
 		seeds = append(seeds, scannertest.DirSeeds(t, filepath.Join(fixtures, dir))...)
+	}
+	if _, err := os.Stat(joblibTestData); err == nil { // as the fuzzers, where installed
+		seeds = append(seeds, scannertest.DirSeeds(t, joblibTestData)...)
 	}
 	seeds = append(seeds, scannertest.DirSeeds(t, "../../fixtures/demo")...)
 	s := New()
