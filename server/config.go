@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"fmt"
-	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"io"
 	"os"
 	"time"
@@ -11,6 +10,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/config"
+	"github.com/mlwarden/mlwarden/scanners/scan"
+	"github.com/mlwarden/mlwarden/scanners/signatures"
 )
 
 // Action is what a policy does when its condition holds.
@@ -138,17 +140,43 @@ func DefaultConfig() Config {
 	}
 }
 
-// LoadConfig reads a configuration file over the defaults. Unknown keys are
-// an error, so that a misspelt policy is not silently ignored.
+// LoadConfig reads the server's configuration from a file over the
+// defaults: the serve: section of a file in .mlwarden.yaml format (whose
+// other keys are the scan settings, read by the scan pipeline), or, when
+// the file has no serve: key, the whole file (the form before the section
+// existed). Unknown keys are an error naming their line, so that a
+// misspelt policy is not silently ignored.
 func LoadConfig(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
+	if HasServeSection(data) {
+		c := DefaultConfig()
+		if _, err := config.Parse(path, data, append(scan.Owners(), config.Owner{Key: "serve", Into: &c})...); err != nil {
+			return Config{}, err
+		}
+		if err := c.Validate(); err != nil {
+			return Config{}, fmt.Errorf("config %s: serve: %w", path, err)
+		}
+		return c, nil
+	}
 	return ParseConfig(data)
 }
 
-// ParseConfig reads configuration YAML over the defaults.
+// HasServeSection reports whether a YAML document has a top-level serve
+// key: a config file in .mlwarden.yaml format for `mlwarden serve`.
+func HasServeSection(data []byte) bool {
+	var top map[string]yaml.Node
+	if yaml.Unmarshal(data, &top) != nil {
+		return false
+	}
+	_, ok := top["serve"]
+	return ok
+}
+
+// ParseConfig reads a server configuration YAML (the serve section alone)
+// over the defaults.
 func ParseConfig(data []byte) (Config, error) {
 	c := DefaultConfig()
 	dec := yaml.NewDecoder(bytes.NewReader(data))

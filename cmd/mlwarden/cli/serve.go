@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/mlwarden/mlwarden/scanners/config"
 	"github.com/mlwarden/mlwarden/scanners/scan"
@@ -48,8 +47,10 @@ stderr.`,
 }
 
 // serveSettings resolves serve's settings and the server's config: from a
-// .mlwarden.yaml-format file with a serve: section, or from a server config
-// file as a whole (the format before the serve: section existed).
+// .mlwarden.yaml-format file with a serve: section (its other keys are the
+// scan settings), or from a server config file as a whole (the format
+// before the serve: section existed; scan settings then come from flags and
+// the environment only).
 func (a *app) serveSettings(cmd *cobra.Command) (*config.Values, server.Config, error) {
 	flags := setFlags(cmd)
 	pre, err := config.Resolve("serve", flags, a.lookupEnv, nil)
@@ -57,37 +58,23 @@ func (a *app) serveSettings(cmd *cobra.Command) (*config.Values, server.Config, 
 		return nil, server.Config{}, usageError("%v", err)
 	}
 	path := pre.String("config")
-	if path != "" && !hasServeSection(path) {
-		cfg, err := server.LoadConfig(path)
-		if err != nil {
-			return nil, server.Config{}, usageError("config %s: %v", path, err)
-		}
-		return pre, cfg, nil
+	if path == "" {
+		return pre, server.DefaultConfig(), nil
 	}
-	cfg := server.DefaultConfig()
-	v, err := scan.Configure("serve", flags, a.lookupEnv, nil, config.Owner{Key: "serve", Into: &cfg})
+	cfg, err := server.LoadConfig(path)
 	if err != nil {
 		return nil, server.Config{}, usageError("%v", err)
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, server.Config{}, usageError("config %s: serve: %v", path, err)
+	data, err := os.ReadFile(path)
+	if err != nil || !server.HasServeSection(data) {
+		return pre, cfg, nil
+	}
+	var section server.Config
+	v, err := scan.Configure("serve", flags, a.lookupEnv, nil, config.Owner{Key: "serve", Into: &section})
+	if err != nil {
+		return nil, server.Config{}, usageError("%v", err)
 	}
 	return v, cfg, nil
-}
-
-// hasServeSection reports whether the YAML file at path has a top-level
-// serve key (a read error says no: loading it then reports the error).
-func hasServeSection(path string) bool {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	var top map[string]yaml.Node
-	if yaml.Unmarshal(data, &top) != nil {
-		return false
-	}
-	_, ok := top["serve"]
-	return ok
 }
 
 func runServe(cmd *cobra.Command, a *app) error {
