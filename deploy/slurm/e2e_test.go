@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlwarden/mlwarden/internal/integration"
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/catalog"
 )
@@ -23,10 +24,7 @@ import (
 func needSlurm(t *testing.T) (bin string) {
 	t.Helper()
 	if os.Getenv("MLWARDEN_TEST_SLURM") == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MLWARDEN_TEST_SLURM is not set: source .ci/slurm.sh before the tests")
-		}
-		t.Skip("no Slurm cluster: source .ci/slurm.sh (as root) to run the sbatch hook end to end")
+		integration.Skip(t, "a Slurm cluster", "MLWARDEN_TEST_SLURM is not set", "source .ci/slurm.sh start (as root)")
 	}
 	bin = os.Getenv("MLWARDEN_TEST_SLURM_BIN")
 	if _, err := os.Stat(bin); err != nil {
@@ -35,6 +33,7 @@ func needSlurm(t *testing.T) (bin string) {
 	if _, err := exec.LookPath("sbatch"); err != nil {
 		t.Fatal(err)
 	}
+	integration.Ran(t, "Slurm", os.Getenv("MLWARDEN_TEST_SLURM"))
 	return bin
 }
 

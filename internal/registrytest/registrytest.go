@@ -22,12 +22,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/mlwarden/mlwarden/internal/integration"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -40,18 +41,6 @@ const Env = "MLWARDEN_TEST_REGISTRY"
 // test.
 const StartCommand = "source .ci/registry.sh"
 
-// announce prints, once per test binary, which registry the integration
-// tests use or why they skip. go test shows it with -v, when the package
-// fails, and when run in the package's directory without a package list.
-var announce sync.Once
-
-func say(format string, args ...any) {
-	announce.Do(func() { fmt.Fprintf(os.Stderr, "registrytest: "+format+"\n", args...) })
-}
-
-// inCI reports whether the test runs in CI, where the registry must be there.
-func inCI() bool { return os.Getenv("CI") == "true" }
-
 // Registry returns the host:port of the registry in MLWARDEN_TEST_REGISTRY,
 // once it answers GET /v2/. When the variable is not set it skips the test,
 // or fails it under CI=true; when the registry does not answer it fails the
@@ -60,16 +49,12 @@ func Registry(t testing.TB) string {
 	t.Helper()
 	host := os.Getenv(Env)
 	if host == "" {
-		if inCI() {
-			t.Fatalf("CI=true but %s is not set: the job must start a registry (%s)", Env, StartCommand)
-		}
-		say("%s is not set: integration tests that need a registry skip (go test -v lists them); run `%s` first to run them", Env, StartCommand)
-		t.Skipf("integration test skipped: it needs a registry and %s is not set; run `%s` in the shell that runs go test", Env, StartCommand)
+		integration.Skip(t, "a registry", Env+" is not set", StartCommand+" in the shell that runs go test")
 	}
 	if err := ping(host); err != nil {
 		t.Fatalf("%s=%s: %v; start it again (%s) or unset %s", Env, host, err, StartCommand, Env)
 	}
-	say("integration tests push to the registry at %s (%s)", host, Env)
+	integration.Ran(t, "the registry", host)
 	return host
 }
 
@@ -106,10 +91,9 @@ func InProcess(t testing.TB) string {
 // under CI=true, where the variable must be set.
 func Any(t testing.TB) string {
 	t.Helper()
-	if os.Getenv(Env) != "" || inCI() {
+	if os.Getenv(Env) != "" || integration.CI() {
 		return Registry(t)
 	}
-	say("%s is not set: tests run against an in-process registry, and those that need a real one skip; run `%s` first to run them all", Env, StartCommand)
 	return InProcess(t)
 }
 

@@ -53,8 +53,8 @@ func TestRegistry(t *testing.T) {
 		want            string
 		skipped, failed string
 	}{
-		{"not set", "", "", "", "run `source .ci/registry.sh`", ""},
-		{"not set in CI", "", "true", "", "", "CI=true but MLWARDEN_TEST_REGISTRY is not set"},
+		{"not set", "", "", "", "to run it: source .ci/registry.sh", ""},
+		{"not set in CI", "", "true", "", "", "CI=true but a registry is missing: MLWARDEN_TEST_REGISTRY is not set"},
 		{"set", local, "true", local, "", ""},
 		{"gone", "127.0.0.1:1", "", "", "", "MLWARDEN_TEST_REGISTRY=127.0.0.1:1: registry does not answer"},
 	} {
