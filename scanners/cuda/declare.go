@@ -35,6 +35,11 @@ type Declared struct {
 	NoPTX bool
 	// Undeclared lists places that use CUDA without saying which version.
 	Undeclared []Evidence
+	// FromImage is set when the declarations include an image's config, so
+	// that the image's files were walked too: what the image does not ship
+	// (forward-compatibility libraries) is known to be absent. It is unset
+	// when only an environment is described (--env).
+	FromImage bool
 }
 
 // Evidence is one place that declares (or uses) CUDA.
@@ -62,6 +67,7 @@ func (d *Declared) add(e Evidence) {
 // Merge adds o's declarations to d (for facts spread over several artifacts
 // of one target, such as an image's config and its files).
 func (d *Declared) Merge(o Declared) {
+	d.FromImage = d.FromImage || o.FromImage
 	for _, e := range o.Evidence {
 		d.add(e)
 	}

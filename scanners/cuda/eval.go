@@ -220,15 +220,18 @@ func Evaluate(t *rules.CUDATable, d Declared, name string, h HostFacts) Evaluati
 		ev.note("driver %s supports CUDA %s (from the %s) >= %s", h.DriverVersion, hc, src, declared)
 		return finish(ev, false)
 	}
-	if fc, ok := evalForward(&ev, t, d, h, declared, usable); ok {
-		return finish(ev, fc)
-	}
+	// Minor-version compatibility first: a driver of the same major at or
+	// above the floor runs it with no compat libraries, whatever a
+	// requirement's branch alternative suggests.
 	dm := majorOf(declared)
 	floor, fsrc := minorFloor(t, dm, h.OS)
 	if dm >= 11 && majorOf(hc) == dm && floor != "" && vcmp(h.DriverVersion, floor) >= 0 {
 		ev.note("driver %s (CUDA %s) runs CUDA %s through minor-version compatibility (CUDA %d.x needs >= %s, %s): features newer than CUDA %s are unavailable and PTX built by CUDA %s cannot be JIT-compiled",
 			h.DriverVersion, hc, declared, dm, floor, fsrc, hc, declared)
 		return finish(ev, false)
+	}
+	if fc, ok := evalForward(&ev, t, d, h, declared, usable); ok {
+		return finish(ev, fc)
 	}
 	need, nsrc := toolkitDriver(t, declared, h.OS)
 	switch {
@@ -398,14 +401,21 @@ func evalForward(ev *Evaluation, t *rules.CUDATable, d Declared, h HostFacts, de
 				branches = p.Branches
 			}
 		}
-	case ev.reqBranch != "" && linuxOS(h):
-		fcCUDA = declared
-		where = "the image's cuda-compat package, implied by its requirement alternative " + strconv.Quote(ev.reqBranch)
-		branches = []int{majorOf(h.DriverVersion)} // the requirement checked the branch
 	case h.ForwardCompat != nil:
 		fcCUDA, _ = majorMinor(h.ForwardCompat.CUDA)
 		where = "the host's cuda-compat " + h.ForwardCompat.CUDA
 		branches = h.ForwardCompat.SupportedBranches
+	case ev.reqBranch != "" && linuxOS(h) && d.FromImage:
+		// The alternative is only NVIDIA's marker that a compat package
+		// would support this branch: the image's files were walked and
+		// hold no libcuda.so under /usr/local/cuda*/compat.
+		ev.problem(RuleIncompatible, "CUDA %s is newer than driver %s supports (CUDA %s); the image's requirement alternative %q marks a branch NVIDIA's forward-compatibility package supports, but the image ships no /usr/local/cuda*/compat/libcuda.so.*: install cuda-compat-%s in the image (or on the host, and add forward_compat to the host file), or use a driver >= %s",
+			declared, h.DriverVersion, branchCUDA(t, majorOf(h.DriverVersion)), ev.reqBranch, strings.ReplaceAll(declared, ".", "-"), orUnknown(firstDriver(t, declared, h.OS)))
+		return false, true
+	case ev.reqBranch != "" && linuxOS(h):
+		fcCUDA = declared
+		where = "the image's cuda-compat package, inferred from its requirement alternative " + strconv.Quote(ev.reqBranch) + " alone (only the environment is known, not the image's files)"
+		branches = []int{majorOf(h.DriverVersion)} // the requirement checked the branch
 	default:
 		return false, false
 	}
@@ -443,6 +453,13 @@ func evalForward(ev *Evaluation, t *rules.CUDATable, d Declared, h HostFacts, de
 		ev.note("no GPUs listed: forward compatibility assumes data-center GPUs")
 	}
 	return true, true
+}
+
+// firstDriver is the driver a CUDA release needs natively: its toolkit
+// driver.
+func firstDriver(t *rules.CUDATable, cuda, os string) string {
+	d, _ := toolkitDriver(t, cuda, os)
+	return d
 }
 
 func joinInts(v []int) string {

@@ -116,6 +116,8 @@ func image(env ...string) Declared { return ExtractEnv(env, "image config") }
 const req124 = "cuda>=12.4 brand=tesla,driver>=470,driver<471 brand=unknown,driver>=470,driver<471 brand=nvidia,driver>=470,driver<471 brand=geforce,driver>=470,driver<471 brand=tesla,driver>=525,driver<526 brand=nvidia,driver>=525,driver<526 brand=geforce,driver>=525,driver<526 brand=tesla,driver>=535,driver<536 brand=nvidia,driver>=535,driver<536 brand=geforce,driver>=535,driver<536"
 const req130 = "cuda>=13.0 brand=unknown,driver>=535,driver<536 brand=tesla,driver>=535,driver<536 brand=nvidia,driver>=535,driver<536 brand=tesla,driver>=570,driver<571 brand=nvidia,driver>=570,driver<571"
 
+func fromImage(d Declared) Declared { d.FromImage = true; return d }
+
 func TestEvaluateScenarios(t *testing.T) {
 	tb := table(t)
 	withCompat := func(d Declared, ver string) Declared {
@@ -131,8 +133,16 @@ func TestEvaluateScenarios(t *testing.T) {
 	}{
 		{"nothing declared", Declared{}, host("535.104.05", "8.0:nvidia"), Unknown, nil},
 		{"nvidia image 12.4 on R550", image("CUDA_VERSION=12.4.1", "NVIDIA_REQUIRE_CUDA="+req124), host("550.54.15", "9.0:nvidia"), Compatible, nil},
-		{"nvidia image 12.4 on R535 tesla: forward compat via branch alternative", image("CUDA_VERSION=12.4.1", "NVIDIA_REQUIRE_CUDA="+req124), host("535.104.05", "8.0:tesla"), CompatibleForwardCompat, []string{RuleForwardCompatRequired}},
-		{"nvidia image 12.4 on R535 geforce: 804", image("CUDA_VERSION=12.4.1", "NVIDIA_REQUIRE_CUDA="+req124), host("535.104.05", "8.9:geforce"), Incompatible, []string{RuleIncompatible}},
+		// Minor-version compatibility wins over the branch alternative: a
+		// 12.x driver at or above the 12.x floor runs 12.4 with no compat
+		// libraries, on any GPU.
+		{"nvidia image 12.4 on R535 tesla: minor-version compat, not forward compat", image("CUDA_VERSION=12.4.1", "NVIDIA_REQUIRE_CUDA="+req124), host("535.104.05", "8.0:tesla"), Compatible, nil},
+		{"nvidia image 12.4 on R535 geforce: minor-version compat", image("CUDA_VERSION=12.4.1", "NVIDIA_REQUIRE_CUDA="+req124), host("535.104.05", "8.9:geforce"), Compatible, nil},
+		{"image 11.8 through a brand clause on R470: minor-version compat at the 11.x floor", image("CUDA_VERSION=11.8.0", "NVIDIA_REQUIRE_CUDA=cuda>=11.8 brand=tesla,driver>=470,driver<471"), host("470.82.01", "8.0:tesla"), Compatible, nil},
+		// An image whose files were walked and hold no compat library
+		// cannot run a newer major through the branch marker.
+		{"image 13.0 on R535 without compat libs: incompatible", fromImage(image("CUDA_VERSION=13.0.2", "NVIDIA_REQUIRE_CUDA="+req130)), host("535.104.05", "9.0:nvidia"), Incompatible, []string{RuleIncompatible}},
+		{"image 13.0 on R535 with compat libs: forward compat", fromImage(withCompat(image("CUDA_VERSION=13.0.2", "NVIDIA_REQUIRE_CUDA="+req130), "580.65.06")), host("535.104.05", "9.0:nvidia"), CompatibleForwardCompat, []string{RuleForwardCompatRequired}},
 		{"image 13.0 on R535 data center", image("CUDA_VERSION=13.0.2", "NVIDIA_REQUIRE_CUDA="+req130), host("535.104.05", "9.0:nvidia"), CompatibleForwardCompat, []string{RuleForwardCompatRequired}},
 		{"image 13.0 on R550 data center: requirement fails", image("CUDA_VERSION=13.0.2", "NVIDIA_REQUIRE_CUDA="+req130), host("550.54.15", "9.0:nvidia"), Incompatible, []string{RuleIncompatible}},
 		{"image 13.0 requirement on mixed GPUs: every GPU must pass", image("NVIDIA_REQUIRE_CUDA=" + req130), host("535.104.05", "9.0:nvidia", "8.9:geforce"), Incompatible, []string{RuleIncompatible}},
@@ -201,4 +211,44 @@ func sameSet(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestForwardCompatNeedsTheLibraries: the incompatible verdict for an image
+// without compat libraries says how to fix it, and the env-only inference
+// says it is an inference.
+func TestForwardCompatNeedsTheLibraries(t *testing.T) {
+	tab := table(t)
+	d := image("CUDA_VERSION=13.0.2", "NVIDIA_REQUIRE_CUDA="+req130)
+	ev := Evaluate(tab, fromImage(d), "pool", host("535.104.05", "9.0:nvidia"))
+	if got := strings.Join(ev.Reasons, "\n"); !strings.Contains(got, "ships no /usr/local/cuda*/compat/libcuda.so.*") || !strings.Contains(got, "install cuda-compat-13-0") {
+		t.Errorf("reasons:\n%s", got)
+	}
+	ev = Evaluate(tab, d, "pool", host("535.104.05", "9.0:nvidia"))
+	if got := strings.Join(ev.Reasons, "\n"); ev.Verdict != CompatibleForwardCompat || !strings.Contains(got, "only the environment is known") {
+		t.Errorf("env only: %s\n%s", ev.Verdict, got)
+	}
+}
+
+// TestWindowsMinorVersionFloors: the Windows floors of minor-version
+// compatibility, row by row (NVIDIA's release notes: 452.39 for 11.x,
+// 528.33 for 12.x): a CUDA 12.4 runtime runs on Windows driver 528.33.
+func TestWindowsMinorVersionFloors(t *testing.T) {
+	tab := table(t)
+	win := func(drv string) HostFacts { h := host(drv, "8.9:geforce"); h.OS = "windows"; return h }
+	for _, tc := range []struct {
+		cuda, driver string
+		want         Verdict
+	}{
+		{"12.4", "528.33", Compatible},
+		{"12.4", "528.24", Incompatible},
+		{"12.9", "528.33", Compatible},
+		{"11.8", "452.39", Compatible},
+		{"11.8", "452.06", Incompatible},
+		{"12.0", "527.41", Compatible}, // 12.0 GA's own toolkit driver
+	} {
+		ev := Evaluate(tab, declared(tc.cuda), "win", win(tc.driver))
+		if ev.Verdict != tc.want {
+			t.Errorf("CUDA %s on Windows driver %s: %s, want %s\n%s", tc.cuda, tc.driver, ev.Verdict, tc.want, strings.Join(ev.Reasons, "\n"))
+		}
+	}
 }

@@ -28,7 +28,9 @@ func Extract(a *scanners.Artifact, c scanners.Content) (Declared, error) {
 		if err != nil {
 			return Declared{}, fmt.Errorf("read image config: %w", err)
 		}
-		return ExtractImageConfig(data)
+		d, err := ExtractImageConfig(data)
+		d.FromImage = a.TargetKind == scanners.KindImage
+		return d, err
 	case scanners.ArtifactFile:
 	default:
 		return Declared{}, nil
