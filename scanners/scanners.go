@@ -10,6 +10,7 @@ package scanners
 
 import (
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 )
@@ -152,12 +153,20 @@ type Content interface {
 	Size() int64
 }
 
+// ErrIncomplete is wrapped by the error a Scanner returns when a limit (a
+// size, a count, a depth, a decompression budget) stopped it before it had
+// scanned all of an artifact. Reaching a limit is never a clean pass: the
+// dispatcher records the error, and the run exits 2.
+var ErrIncomplete = errors.New("not scanned in full")
+
 // Scanner is one check. Implementations must be safe for concurrent use: the
 // dispatcher calls Scan on different artifacts at once.
 //
 // A scanner never executes, imports or unpickles what it scans, and never
 // panics the run: content it cannot parse is a finding. Scan returns an error
-// only when it could not read its input (the run then exits 2).
+// only when it could not read its input, or when it reached a limit and did
+// not scan all of it (an error wrapping ErrIncomplete, with the findings it
+// made); the run then exits 2.
 type Scanner interface {
 	// Check is the check's name, one of the Check constants.
 	Check() string

@@ -6,16 +6,48 @@ import (
 	"io"
 	"path"
 	"strings"
+	"unicode/utf8"
 )
 
-// IsBinary reports whether head looks like binary content: a NUL byte in the
-// first 8000 bytes, as git decides.
+// IsBinary reports whether head looks like binary content rather than text.
+// Text is what is mostly printable: a head with no NUL byte in its first
+// 8000 bytes is text (as git decides), and so is one with a few NUL or other
+// control bytes, or a few bytes that are not UTF-8, among printable
+// characters. More than one byte in binaryShare is needed to make it binary
+// (executables, UTF-16, compressed data), so that a NUL byte put in front of
+// a credential does not hide it from the text checks.
 func IsBinary(head []byte) bool {
 	if len(head) > 8000 {
 		head = head[:8000]
 	}
-	return bytes.IndexByte(head, 0) >= 0
+	if bytes.IndexByte(head, 0) < 0 {
+		return false
+	}
+	bad := 0
+	for i := 0; i < len(head); {
+		c := head[i]
+		if c < utf8.RuneSelf {
+			if c == 0x7f || c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' && c != 0x1b {
+				bad++
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(head[i:])
+		if r == utf8.RuneError && n == 1 {
+			if !utf8.FullRune(head[i:]) {
+				break // a character cut by the end of the head
+			}
+			bad++
+		}
+		i += n
+	}
+	return bad*binaryShare > len(head)
 }
+
+// binaryShare: a head is binary when more than 1/binaryShare of its bytes
+// are control bytes or not UTF-8.
+const binaryShare = 10
 
 // Base returns the artifact path's last element, lower-cased.
 func Base(p string) string {

@@ -11,7 +11,9 @@ package secrets
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"path"
 	"regexp"
 	"strings"
@@ -151,9 +153,17 @@ var weightExts = map[string]bool{
 	".arrow": true, ".parquet": true, ".tfrecord": true,
 }
 
-// Wants reports whether a is text worth scanning for secrets: image configs,
-// git patches, and files whose head has no NUL byte and that are not model
-// weights.
+// compressedMagic starts compressed data, whose printable strings are
+// noise (archives of models are the models check's).
+var compressedMagic = [][]byte{
+	[]byte("PK\x03\x04"), {0x1f, 0x8b}, []byte("BZh"), {0xfd, '7', 'z', 'X', 'Z', 0},
+	[]byte("7z\xbc\xaf\x27\x1c"), {0x28, 0xb5, 0x2f, 0xfd}, {0x04, 0x22, 0x4d, 0x18},
+}
+
+// Wants reports whether a is worth scanning for secrets: image configs,
+// git patches, text files, and binary files that are not model weights or
+// compressed data (their printable strings are scanned, as strings(1) finds
+// them).
 func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 	switch a.Kind {
 	case scanners.ArtifactImageConfig:
@@ -165,7 +175,15 @@ func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 	if weightExts[path.Ext(scanners.Base(a.Path))] {
 		return false
 	}
-	return !scanners.IsBinary(head)
+	if !scanners.IsBinary(head) {
+		return true
+	}
+	for _, m := range compressedMagic {
+		if bytes.HasPrefix(head, m) {
+			return false
+		}
+	}
+	return true
 }
 
 // Scan looks for secrets in one artifact.
@@ -176,6 +194,13 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 			return nil, fmt.Errorf("read image config: %w", err)
 		}
 		return s.scanImageConfig(ctx, a, data), nil
+	}
+	head := make([]byte, min(c.Size(), scanners.HeadSize))
+	if _, err := c.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	if a.Kind != scanners.ArtifactPatch && scanners.IsBinary(head) {
+		return s.scanStrings(ctx, a, c)
 	}
 	if isNotebook(a.Path) && a.Kind != scanners.ArtifactPatch && c.Size() <= s.maxBytes {
 		data, _, err := scanners.ReadAll(c, s.maxBytes)
@@ -191,8 +216,71 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 	return s.scanStream(ctx, a, c)
 }
 
+// minString is the shortest printable run the strings pass keeps, as
+// strings -n 8.
+const minString = 8
+
+// scanStrings scans the printable strings of a binary file (runs of at
+// least minString printable ASCII bytes, one per line), the way strings(1)
+// finds them: a token compiled into an executable or stored in a binary
+// format is still reported. Findings have no line; memory is one chunk.
+func (s *Scanner) scanStrings(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	size := c.Size()
+	limit := min(size, s.maxBytes)
+	buf := make([]byte, min(int64(chunkSize), limit))
+	var text, run []byte
+	var out []scanners.Finding
+	flush := func() {
+		if len(text) == 0 {
+			return
+		}
+		gfs := s.detectAt(ctx, a.Path+"!strings", a.Commit, text, 1)
+		out = append(out, s.convert(a, gfs, func(report.Finding) (int, string) {
+			return 0, "in a printable string inside the binary file " + a.Path
+		})...)
+		text = text[:0]
+	}
+	endRun := func() {
+		if len(run) >= minString {
+			text = append(append(text, run...), '\n')
+		}
+		run = run[:0]
+	}
+	for off := int64(0); off < limit; {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		m, err := c.ReadAt(buf[:min(int64(len(buf)), limit-off)], off)
+		if m == 0 && err != nil {
+			return out, fmt.Errorf("read: %w", err)
+		}
+		off += int64(m)
+		for _, b := range buf[:m] {
+			if b >= 0x20 && b < 0x7f || b == '\t' {
+				run = append(run, b)
+				if len(run) >= chunkSize {
+					endRun()
+				}
+				continue
+			}
+			endRun()
+		}
+		if len(text) >= chunkSize {
+			flush()
+		}
+	}
+	endRun()
+	flush()
+	if size > s.maxBytes {
+		return append(out, s.tooLarge(a, size)), s.incomplete(size)
+	}
+	return out, nil
+}
+
 // scanStream scans content in line-aligned chunks, so memory does not grow
-// with the file.
+// with the file. A chunk that is all one line is scanned whole, and its last
+// windowOverlap bytes again with the next chunk, so that a credential across
+// the chunk's edge is found.
 func (s *Scanner) scanStream(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
 	size := c.Size()
 	limit := min(size, s.maxBytes)
@@ -214,11 +302,14 @@ func (s *Scanner) scanStream(ctx context.Context, a *scanners.Artifact, c scanne
 		chunk := append(carry, buf[:m]...)
 		carry = nil
 		if off < limit {
-			// Keep the partial last line for the next chunk, unless the
-			// chunk is one enormous line.
-			if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 && i < len(chunk)-1 {
+			// Keep the partial last line for the next chunk; of a chunk that
+			// is one enormous line, keep its tail.
+			switch i := bytes.LastIndexByte(chunk, '\n'); {
+			case i >= 0 && i < len(chunk)-1:
 				carry = append([]byte(nil), chunk[i+1:]...)
 				chunk = chunk[:i+1]
+			case i < 0 && len(chunk) > windowOverlap:
+				carry = append([]byte(nil), chunk[len(chunk)-windowOverlap:]...)
 			}
 		}
 		out = append(out, s.scanText(ctx, a, chunk, line)...)
@@ -228,12 +319,22 @@ func (s *Scanner) scanStream(ctx context.Context, a *scanners.Artifact, c scanne
 		out = append(out, s.scanText(ctx, a, carry, line)...)
 	}
 	if size > s.maxBytes {
-		f := scanners.At(a, ruleTooLarge, 0, fmt.Sprintf(
-			"Only the first %d MiB of this %d MiB text file were scanned for secrets: a credential further in would be missed. Split the file, keep logs and data dumps out of the target, or raise the limit.",
-			s.maxBytes>>20, size>>20))
-		out = append(out, f)
+		return append(out, s.tooLarge(a, size)), s.incomplete(size)
 	}
 	return out, nil
+}
+
+// tooLarge is the finding for content past the scan limit.
+func (s *Scanner) tooLarge(a *scanners.Artifact, size int64) scanners.Finding {
+	return scanners.At(a, ruleTooLarge, 0, fmt.Sprintf(
+		"Only the first %d MiB of this %d MiB file were scanned for secrets: a credential further in would be missed. Split the file, keep logs and data dumps out of the target, or raise the limit.",
+		s.maxBytes>>20, size>>20))
+}
+
+// incomplete is the error that makes a run whose file went past the scan
+// limit exit 2: a limit never passes silently.
+func (s *Scanner) incomplete(size int64) error {
+	return fmt.Errorf("%w: secrets scanned the first %d of %d bytes", scanners.ErrIncomplete, s.maxBytes, size)
 }
 
 // ScanBytes scans data that came from inside artifact a (a string in a
@@ -269,8 +370,9 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 	var out []report.Finding
 	line := firstLine
 	for len(text) > 0 {
-		frag := text[:fragmentEnd(text)]
-		text = text[len(frag):]
+		end, next := fragmentEnd(text)
+		frag := text[:end]
+		text = text[next:]
 		raw := string(normalize(frag))
 		det := s.detector(raw)
 		//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
@@ -280,7 +382,7 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 			CommitSHA: commit,
 			StartLine: line,
 		})...)
-		line += bytes.Count(frag, []byte{'\n'})
+		line += bytes.Count(frag[:next], []byte{'\n'})
 	}
 	return out
 }
@@ -310,29 +412,42 @@ func (s *Scanner) detector(raw string) *detect.Detector {
 // regexp over all of it; small fragments keep that cost local.
 const fragmentSize = 16 << 10
 
-// fragmentEnd returns where the first fragment of text ends: at a line break
-// near fragmentSize, but not inside a PEM block, so that multi-line private
-// keys stay whole.
-func fragmentEnd(text []byte) int {
+// maxFragment bounds one fragment; a longer line (minified JSON, a data
+// dump on one line) is scanned in windows of this size that overlap by
+// windowOverlap bytes, so that a credential across a window's edge is still
+// whole in one of them and a long line is never skipped.
+const (
+	maxFragment   = 64 << 10
+	windowOverlap = 8 << 10
+)
+
+// fragmentEnd returns where the first fragment of text ends, and where the
+// next one starts: at a line break near fragmentSize, but not inside a PEM
+// block, so that multi-line private keys stay whole; inside a line longer
+// than maxFragment, at maxFragment, the next one starting windowOverlap
+// bytes before it.
+func fragmentEnd(text []byte) (end, next int) {
 	if len(text) <= fragmentSize {
-		return len(text)
+		return len(text), len(text)
 	}
-	i := bytes.IndexByte(text[fragmentSize:], '\n')
+	i := bytes.IndexByte(text[fragmentSize:min(len(text), maxFragment)], '\n')
 	if i < 0 {
-		return len(text)
+		if len(text) <= maxFragment {
+			return len(text), len(text)
+		}
+		return maxFragment, maxFragment - windowOverlap
 	}
-	end := fragmentSize + i + 1
+	end = fragmentSize + i + 1
 	if b := bytes.LastIndex(text[:end], []byte("-----BEGIN")); b >= 0 && !bytes.Contains(text[b:end], []byte("-----END")) {
 		// A block starts in this fragment and ends after it: extend to its end
 		// (bounded, since a key is a few kB).
 		if e := bytes.Index(text[end:min(len(text), end+fragmentSize)], []byte("-----END")); e >= 0 {
-			if n := bytes.IndexByte(text[end+e:], '\n'); n >= 0 {
-				return end + e + n + 1
+			if n := bytes.IndexByte(text[end+e:min(len(text), end+e+maxFragment)], '\n'); n >= 0 {
+				return end + e + n + 1, end + e + n + 1
 			}
-			return len(text)
 		}
 	}
-	return end
+	return end, end
 }
 
 // normalize makes escaped quotes end tokens: gitleaks' default rules end a

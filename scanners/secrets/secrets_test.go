@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -144,8 +145,8 @@ func TestFalseAlarms(t *testing.T) {
 	if s.Wants(w, []byte(`{"__metadata__":{}}`)) {
 		t.Error("wants a .safetensors file")
 	}
-	if s.Wants(&scanners.Artifact{Kind: scanners.ArtifactFile, Path: "blob"}, []byte("abc\x00def")) {
-		t.Error("wants binary content")
+	if s.Wants(&scanners.Artifact{Kind: scanners.ArtifactFile, Path: "blob.gz"}, []byte("\x1f\x8b\x08\x00\x00\x00")) {
+		t.Error("wants compressed content")
 	}
 }
 
@@ -193,9 +194,50 @@ func TestLargeFile(t *testing.T) {
 	for b.Len() < 7<<20 {
 		b.WriteString("step=2 loss=0.120 lr=0.0001 grad_norm=1.4\n")
 	}
-	fs := scan(t, s, "train.log", b.String())
+	fs, err := scanners.ScanBytes(context.Background(), s, &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "t", Path: "train.log"}, b.Bytes())
 	if len(fs) != 2 || fs[0].Line != lines+1 || fs[1].RuleID != "secrets/file-too-large" {
 		t.Fatalf("got %v, want token at line %d and file-too-large", ids(fs), lines+1)
+	}
+	// The limit is not a clean pass: the run exits 2.
+	if !errors.Is(err, scanners.ErrIncomplete) {
+		t.Errorf("error %v, want ErrIncomplete", err)
+	}
+}
+
+// TestHostileText: content shaped to slip past a text scanner (issue 15)
+// is still scanned, and every case has a negative twin without the token.
+func TestHostileText(t *testing.T) {
+	s := newScanner(t)
+	g := newFake(15)
+	tok := "hf_" + g.str(alnum, 34)
+	line := "export HF_TOKEN=" + tok + "\n"
+	// A long line whose token straddles the 4 MiB chunk edge and a 64 KiB
+	// window edge.
+	long := func(at int, tail string) string {
+		return strings.Repeat("a", at-len(" HF_TOKEN=")-10) + " HF_TOKEN=" + tail + strings.Repeat("b", 1<<20) + "\n"
+	}
+	cases := []struct {
+		name, path, content string
+		line                int
+	}{
+		{"NUL in front", "job.sh", "x\x00\n" + line, 2},
+		{"NULs spread in a script", "job.sh", strings.Repeat("echo hi\x00\n", 50) + line, 51},
+		{"binary file", "tool", "\x7fELF\x02\x01\x01" + string(make([]byte, 4096)) + line + string(make([]byte, 4096)), 0},
+		{"10 MB single line", "data.json", strings.Repeat("x", 10<<20) + " HF_TOKEN=" + tok + " y\n", 1},
+		{"token across the 4 MiB chunk edge", "data.json", long(chunkSize, tok+" "), 1},
+		{"token across a window edge", "data.json", long(maxFragment, tok+" "), 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := scan(t, s, c.path, c.content)
+			if len(fs) != 1 || fs[0].RuleID != "secrets/huggingface-token" || fs[0].Line != c.line || fs[0].Secret != tok {
+				t.Fatalf("got %v (%+v), want the token at line %d", ids(fs), fs, c.line)
+			}
+			neg := strings.ReplaceAll(c.content, tok, strings.Repeat("z", len(tok)))
+			if fs := scan(t, s, c.path, neg); len(fs) != 0 {
+				t.Errorf("negative twin: %v", ids(fs))
+			}
+		})
 	}
 }
 
