@@ -26,7 +26,9 @@ import (
 
 // Trust is what a blob signature must verify against: a public key, or a
 // trusted root with at least one identity (an empty identity list is
-// refused, never "anyone").
+// refused, never "anyone"). A key with a trusted root (and no identities)
+// is a keyed bundle whose signing time the root's timestamp authorities
+// (RFC 3161) or transparency logs vouch for, as cosign verifies it.
 type Trust struct {
 	Key             crypto.PublicKey
 	TrustedMaterial root.TrustedMaterial
@@ -79,17 +81,27 @@ func VerifyEntity(e verify.SignedEntity, digest []byte, t Trust) (*Result, error
 		if err != nil {
 			return nil, fmt.Errorf("key: %w", err)
 		}
-		tm := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) {
+		var tm root.TrustedMaterial = root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) {
 			return root.NewExpiringKey(sv, zeroTime, zeroTime), nil
 		})
-		v, err := verify.NewVerifier(tm, verify.WithNoObserverTimestamps())
+		opts := []verify.VerifierOption{verify.WithNoObserverTimestamps()}
+		signer := "key"
+		if t.TrustedMaterial != nil {
+			// A keyed bundle checked against a trusted root: its RFC 3161
+			// timestamps (or transparency-log entries) must verify with the
+			// root's authorities, at least one of them.
+			tm = root.TrustedMaterialCollection{t.TrustedMaterial, tm}
+			opts = []verify.VerifierOption{verify.WithObserverTimestamps(1)}
+			signer = "key (signing time vouched for by the trusted root)"
+		}
+		v, err := verify.NewVerifier(tm, opts...)
 		if err != nil {
 			return nil, err
 		}
 		if _, err := v.Verify(e, verify.NewPolicy(art, verify.WithKey())); err != nil {
 			return nil, classify(err)
 		}
-		return &Result{Signer: "key"}, nil
+		return &Result{Signer: signer}, nil
 	}
 	if t.TrustedMaterial == nil {
 		return nil, fmt.Errorf("%w: give a public key, or a trusted root and the signer's identity", trust.ErrIdentity)

@@ -7,8 +7,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	"github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -106,4 +109,68 @@ func FuzzVerifyBundle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _ = blobsig.VerifyBundle(data, d[:], blobsig.Trust{Key: &k.PublicKey})
 	})
+}
+
+// TestKeyBundleTimestamped: a bundle signed with a key and carrying an
+// RFC 3161 timestamp verifies with the key and a trusted root that lists
+// the timestamp authority, as `cosign verify-blob --key --trusted-root`
+// does; a root without that authority, or a bundle without a timestamp,
+// fails.
+func TestKeyBundleTimestamped(t *testing.T) {
+	blob := []byte("model weights, timestamped")
+	d := sha256.Sum256(blob)
+	kp, err := sign.NewEphemeralKeypair(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := sign.Bundle(&sign.PlainData{Data: blob}, kp, sign.BundleOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	untimed, err := protojson.Marshal(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tsa, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := tsa.TimestampResponse(pb.GetMessageSignature().GetSignature())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb.VerificationMaterial.TimestampVerificationData = &protobundle.TimestampVerificationData{
+		Rfc3161Timestamps: []*protocommon.RFC3161SignedTimestamp{{SignedTimestamp: resp}},
+	}
+	timed, err := protojson.Marshal(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withRoot := blobsig.Trust{Key: kp.GetPublicKey(), TrustedMaterial: tsa}
+	res, err := blobsig.VerifyBundle(timed, d[:], withRoot)
+	if err != nil {
+		t.Fatalf("timestamped keyed bundle: %v", err)
+	}
+	if !strings.Contains(res.Signer, "trusted root") {
+		t.Errorf("signer %q", res.Signer)
+	}
+	// The key alone still verifies it (no time source asked for).
+	if _, err := blobsig.VerifyBundle(timed, d[:], blobsig.Trust{Key: kp.GetPublicKey()}); err != nil {
+		t.Errorf("key only: %v", err)
+	}
+	other, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		bundle []byte
+		trust  blobsig.Trust
+	}{
+		"no timestamp":               {untimed, withRoot},
+		"another root's authorities": {timed, blobsig.Trust{Key: kp.GetPublicKey(), TrustedMaterial: other}},
+	} {
+		if _, err := blobsig.VerifyBundle(tc.bundle, d[:], tc.trust); !errors.Is(err, trust.ErrInvalid) {
+			t.Errorf("%s: %v, want invalid", name, err)
+		}
+	}
 }

@@ -15,7 +15,9 @@ import (
 // TrustFiles names what a signature must chain to, as files, the way the
 // flags of cosign and model_signing do. Exactly one kind is given: a public
 // key, a certificate chain (model signatures only), or keyless — a trusted
-// root with the signer's identity.
+// root with the signer's identity. For blobs and images, a key with a
+// trusted root (and no identity) checks a keyed bundle's RFC 3161
+// timestamps against the root's timestamp authorities, as cosign does.
 type TrustFiles struct {
 	// Key is a PEM public key (--key, cosign.pub).
 	Key string
@@ -83,6 +85,17 @@ func (f TrustFiles) CosignTrust() (blobsig.Trust, error) {
 			return t, err
 		}
 		t.Key = k
+		if f.TrustedRoot != "" {
+			if f.Identity != (trust.Identity{}) {
+				return t, errors.New("give --key, or --certificate-identity and --certificate-oidc-issuer with --trusted-root, not both (--key with --trusted-root alone checks a keyed bundle's RFC 3161 timestamps)")
+			}
+			tr, err := trust.LoadTrustedRoot(f.TrustedRoot)
+			if err != nil {
+				return t, err
+			}
+			t.TrustedMaterial = tr
+		}
+		return t, nil
 	}
 	tr, id, err := f.keyless()
 	if err != nil {

@@ -164,6 +164,7 @@ func TestTrustFiles(t *testing.T) {
 		{"keyless", verify.TrustFiles{TrustedRoot: root, Identity: id}, "", ""},
 		{"nothing", verify.TrustFiles{}, "give exactly one of", "give --key, or"},
 		{"two", verify.TrustFiles{Key: key, TrustedRoot: root, Identity: id}, "give exactly one of", "give --key, or"},
+		{"key with a trusted root: a keyed bundle's timestamps", verify.TrustFiles{Key: key, TrustedRoot: root}, "keyless verification: identity needs", ""},
 		{"identity without root", verify.TrustFiles{Identity: id}, "keyless verification needs --trusted-root", "keyless verification needs --trusted-root"},
 		{"root without identity", verify.TrustFiles{TrustedRoot: root}, "keyless verification: identity needs a subject", "keyless verification: identity needs a subject"},
 		{"missing key", verify.TrustFiles{Key: key + ".gone"}, "read key: ", "read key: "},
