@@ -33,7 +33,9 @@ func (t *textWriter) paint(code, s string) string {
 }
 
 // Write prints findings grouped by target, then severity, then path; errors
-// after them; and a one-line summary at the end.
+// after them; and a one-line summary at the end. Everything that came from
+// the scanned content is escaped (Escape), so one finding is always the lines
+// mlwarden wrote and nothing reaches the terminal as a control sequence.
 func (t *textWriter) Write(w io.Writer, res *scanners.Result) error {
 	bw := bufio.NewWriter(w)
 	idx := ruleIndex(t.o.Rules)
@@ -44,13 +46,13 @@ func (t *textWriter) Write(w io.Writer, res *scanners.Result) error {
 				mine = append(mine, f)
 			}
 		}
-		head := fmt.Sprintf("%s (%s)", tg.Name, tg.Kind)
+		head := fmt.Sprintf("%s (%s)", Escape(tg.Name), Escape(string(tg.Kind)))
 		if tg.Digest != "" {
-			head += " " + tg.Digest
+			head += " " + Escape(tg.Digest)
 		}
 		fmt.Fprintln(bw, t.paint(ansiBold, head))
 		for _, n := range tg.Notes {
-			fmt.Fprintf(bw, "  note: %s\n", n)
+			fmt.Fprintf(bw, "  note: %s\n", Escape(n))
 		}
 		if len(mine) == 0 {
 			fmt.Fprintln(bw, "  no findings")
@@ -73,7 +75,7 @@ func (t *textWriter) Write(w io.Writer, res *scanners.Result) error {
 	if len(res.Errors) > 0 {
 		fmt.Fprintln(bw, t.paint(ansiBold, "Errors (not scanned in full)"))
 		for _, e := range res.Errors {
-			fmt.Fprintf(bw, "  %s\n", e.Error())
+			fmt.Fprintf(bw, "  %s\n", Escape(e.Error()))
 		}
 		fmt.Fprintln(bw)
 	}
@@ -82,7 +84,7 @@ func (t *textWriter) Write(w io.Writer, res *scanners.Result) error {
 }
 
 func (t *textWriter) finding(w io.Writer, f scanners.Finding, idx map[string]scanners.Rule) {
-	loc := f.Path
+	loc := Escape(f.Path)
 	if f.Line > 0 {
 		loc = fmt.Sprintf("%s:%d", loc, f.Line)
 	}
@@ -90,8 +92,8 @@ func (t *textWriter) finding(w io.Writer, f scanners.Finding, idx map[string]sca
 	if r, ok := idx[f.RuleID]; ok && r.Title != "" {
 		title = r.Title + " (" + f.RuleID + ")"
 	}
-	fmt.Fprintf(w, "    %s  %s\n", loc, t.paint(ansiBold, title))
-	fmt.Fprintf(w, "      %s\n", f.Message)
+	fmt.Fprintf(w, "    %s  %s\n", loc, t.paint(ansiBold, Escape(title)))
+	fmt.Fprintf(w, "      %s\n", Escape(f.Message))
 	var extra []string
 	if f.Evidence != "" {
 		extra = append(extra, "evidence: "+f.Evidence)
@@ -106,7 +108,7 @@ func (t *textWriter) finding(w io.Writer, f scanners.Finding, idx map[string]sca
 		extra = append(extra, "suppressed: "+f.Suppressed)
 	}
 	for _, e := range extra {
-		fmt.Fprintf(w, "      %s\n", t.paint(ansiDim, e))
+		fmt.Fprintf(w, "      %s\n", t.paint(ansiDim, Escape(e)))
 	}
 }
 
