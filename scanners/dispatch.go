@@ -23,6 +23,7 @@ type Dispatcher struct {
 	memLimit int64
 	tempDir  string
 	inline   func(a *Artifact, data []byte, fs []Finding)
+	perRule  int
 }
 
 // Option configures a Dispatcher.
@@ -43,6 +44,12 @@ func WithMemoryLimit(n int64) Option {
 	return func(d *Dispatcher) { d.memLimit = n }
 }
 
+// WithFindingsPerRule sets how many findings of one rule one artifact keeps
+// (default MaxFindingsPerRule; 0 or less: all).
+func WithFindingsPerRule(n int) Option {
+	return func(d *Dispatcher) { d.perRule = n }
+}
+
 // WithTempDir sets where large streamed content is spooled (default os.TempDir).
 func WithTempDir(dir string) Option {
 	return func(d *Dispatcher) { d.tempDir = dir }
@@ -57,7 +64,7 @@ func WithInlineSuppression(fn func(a *Artifact, data []byte, fs []Finding)) Opti
 
 // NewDispatcher returns a dispatcher over the given scanners.
 func NewDispatcher(scs []Scanner, opts ...Option) *Dispatcher {
-	d := &Dispatcher{scanners: scs, workers: 4, memLimit: 32 << 20}
+	d := &Dispatcher{scanners: scs, workers: 4, memLimit: 32 << 20, perRule: MaxFindingsPerRule}
 	for _, o := range opts {
 		o(d)
 	}
@@ -194,8 +201,68 @@ func (s *sink) Artifact(a *Artifact, r io.Reader) error {
 	if s.d.inline != nil && c.data != nil {
 		s.d.inline(a, c.data, found)
 	}
-	s.add(found)
+	s.add(capFindings(found, s.d.perRule))
 	return nil
+}
+
+// MaxFindingsPerRule is how many findings of one rule one artifact keeps by
+// default; the rest are summed up in one more finding.
+const MaxFindingsPerRule = 100
+
+// capFindings keeps, of each rule, the first limit findings of one artifact
+// (not suppressed ones first) and replaces the rest by one finding that says
+// how many more there were and carries their highest severity: a hostile
+// file must not turn into a report of millions of lines.
+func capFindings(fs []Finding, limit int) []Finding {
+	if limit <= 0 || len(fs) <= limit {
+		return fs
+	}
+	count := map[string]int{}
+	for _, f := range fs {
+		count[f.RuleID]++
+	}
+	over := false
+	for _, n := range count {
+		over = over || n > limit
+	}
+	if !over {
+		return fs
+	}
+	// Unsuppressed findings first, so that the ones kept are those that count.
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return cmp.Compare(min(len(a.Suppressed), 1), min(len(b.Suppressed), 1))
+	})
+	kept := map[string]int{}
+	rest := map[string]*Finding{}
+	var order []string
+	out := fs[:0:0]
+	for _, f := range fs {
+		if kept[f.RuleID] < limit {
+			kept[f.RuleID]++
+			out = append(out, f)
+			continue
+		}
+		r := rest[f.RuleID]
+		if r == nil {
+			r = &Finding{RuleID: f.RuleID, Check: f.Check, Severity: f.Severity, Target: f.Target, Path: f.Path,
+				Layer: f.Layer, Commit: f.Commit, Suppressed: f.Suppressed}
+			rest[f.RuleID] = r
+			order = append(order, f.RuleID)
+		}
+		r.Line++ // counts them until the message is written
+		r.Severity = max(r.Severity, f.Severity)
+		if f.Suppressed == "" {
+			r.Suppressed = ""
+		}
+	}
+	for _, id := range order {
+		r := rest[id]
+		r.Message = fmt.Sprintf("... and %d more %s findings in this file, not listed one by one: at most %d per file and rule are reported. Fix the ones above and scan again.", r.Line, id, limit)
+		r.Evidence = fmt.Sprintf("%d more", r.Line)
+		r.Line = 0
+		out = append(out, *r)
+	}
+	return out
 }
 
 // scrubSecrets redacts, in every finding of one artifact, the secret values

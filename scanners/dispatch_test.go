@@ -302,3 +302,52 @@ func TestDispatcherRider(t *testing.T) {
 		t.Errorf("read %d bytes", n)
 	}
 }
+
+// floodScanner reports n findings of one rule per file (a hostile header
+// with one bad entry per tensor).
+type floodScanner struct{ n int }
+
+func (f floodScanner) Check() string { return "flood" }
+func (f floodScanner) Rules() []scanners.Rule {
+	return []scanners.Rule{{ID: "flood/x", Check: "flood", Severity: scanners.SeverityHigh}, {ID: "flood/y", Check: "flood", Severity: scanners.SeverityLow}}
+}
+func (f floodScanner) Wants(*scanners.Artifact, []byte) bool { return true }
+func (f floodScanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	var out []scanners.Finding
+	for i := range f.n {
+		sev := scanners.SeverityMedium
+		if i == f.n-1 {
+			sev = scanners.SeverityCritical
+		}
+		x := scanners.At(a, f.Rules()[0], i+1, fmt.Sprintf("bad entry %d", i))
+		x.Severity = sev
+		out = append(out, x)
+	}
+	return append(out, scanners.At(a, f.Rules()[1], 1, "other rule")), nil
+}
+
+func TestDispatcherCapsFindingsPerRule(t *testing.T) {
+	for _, n := range []int{scanners.MaxFindingsPerRule, 344_000} {
+		src := newSource(false, map[string][]byte{"model.safetensors": []byte("x")})
+		res := scanners.NewDispatcher([]scanners.Scanner{floodScanner{n: n}}).Run(context.Background(), src)
+		want := min(n, scanners.MaxFindingsPerRule) + 1
+		if n > scanners.MaxFindingsPerRule {
+			want++ // the "and N more" finding
+		}
+		if len(res.Findings) != want {
+			t.Fatalf("n=%d: %d findings, want %d", n, len(res.Findings), want)
+		}
+		if n <= scanners.MaxFindingsPerRule {
+			continue
+		}
+		var more *scanners.Finding
+		for i := range res.Findings {
+			if strings.Contains(res.Findings[i].Message, "more flood/x findings") {
+				more = &res.Findings[i]
+			}
+		}
+		if more == nil || !strings.Contains(more.Message, fmt.Sprintf("and %d more", n-scanners.MaxFindingsPerRule)) || more.Severity != scanners.SeverityCritical || more.Line != 0 {
+			t.Errorf("summary finding %+v", more)
+		}
+	}
+}
