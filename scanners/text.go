@@ -23,8 +23,8 @@ func IsBinary(head []byte) bool {
 	if bytes.IndexByte(head, 0) < 0 {
 		return false
 	}
-	bad := 0
-	for i := 0; i < len(head); {
+	bad, limit := 0, len(head)/binaryShare
+	for i := 0; i < len(head) && bad <= limit; {
 		c := head[i]
 		if c < utf8.RuneSelf {
 			if c == 0x7f || c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' && c != 0x1b {
@@ -42,7 +42,7 @@ func IsBinary(head []byte) bool {
 		}
 		i += n
 	}
-	return bad*binaryShare > len(head)
+	return bad > limit
 }
 
 // binaryShare: a head is binary when more than 1/binaryShare of its bytes

@@ -7,6 +7,8 @@ import (
 
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/mlwarden/mlwarden/scanners/internal/shdepth"
 )
 
 // cmdLine is one command as a list of words (quotes removed), with the line
@@ -24,8 +26,12 @@ const maxNesting = 3
 // shellCommands parses a shell script with a real shell parser
 // (mvdan.cc/sh), so continuations, quoting and heredocs are understood. A
 // script the parser refuses is read line by line instead: a broken script
-// is still checked.
+// is still checked, and so is one that nests too deeply for the recursive
+// parser (shdepth.Check: a stack overflow would kill the process).
 func shellCommands(data []byte, depth int) []cmdLine {
+	if _, ok := shdepth.Check(data); !ok {
+		return textCommands(data)
+	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(data), "")
 	if err != nil {
 		return textCommands(data)

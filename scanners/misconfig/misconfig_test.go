@@ -224,3 +224,16 @@ func BenchmarkScanText(b *testing.B) {
 		}
 	}
 }
+
+// TestDeepNesting: 200,000 nested $( … ) overflowed the shell parser's
+// goroutine stack, a fatal error (issue 15). Such a script is read line by
+// line instead, and a command on it is still checked.
+func TestDeepNesting(t *testing.T) {
+	deep := "docker run --privileged img:1\n" + strings.Repeat("$(", 200_000) + "x" + strings.Repeat(")", 200_000) + "\n"
+	if got := scan(t, "run.sh", deep); !slices.Contains(got, hit{"privileged-container", scanners.SeverityHigh, 1}) {
+		t.Errorf("deep script: got %v", got)
+	}
+	if got := scan(t, "run.sh", strings.Repeat("$(", 200_000)+"x"+strings.Repeat(")", 200_000)+"\n"); len(got) != 0 {
+		t.Errorf("deep script without a finding: got %v", got)
+	}
+}
