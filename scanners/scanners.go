@@ -35,6 +35,11 @@ const (
 	KindImage  TargetKind = "image"
 	KindRepo   TargetKind = "repo"
 	KindScript TargetKind = "script"
+	// KindHub is a repository on a Hugging Face Hub (a model, dataset or
+	// space, hf:ORG/NAME), read at one commit through the Hub's HTTP API.
+	// Its artifacts have an FS (the repository's tree, read in ranges), as
+	// a directory's have.
+	KindHub TargetKind = "hub"
 )
 
 // Target describes one scanned target in the report.
