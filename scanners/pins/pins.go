@@ -82,6 +82,7 @@ const (
 	kindApptainer
 	kindImageConfig
 	kindNotebook
+	kindPowerShell
 )
 
 // skipDirs are directories inside images that hold installed software
@@ -131,6 +132,8 @@ func classify(a *scanners.Artifact, head []byte) kind {
 		return kindApptainer
 	case ext == ".sh" || ext == ".bash" || ext == ".sbatch" || ext == ".slurm" || ext == ".zsh" || ext == ".ksh":
 		return kindShell
+	case ext == ".ps1" || ext == ".psm1":
+		return kindPowerShell
 	}
 	if scanners.IsBinary(head) {
 		return kindNone
@@ -197,7 +200,7 @@ func (s *Scanner) scanKind(ctx context.Context, k kind, a *scanners.Artifact, da
 	case kindDockerfile:
 		scanDockerfile(data, r)
 	case kindShell:
-		scanShellFile(data, r, isSbatch(a, data), s.sbatch...)
+		scanShellFile(ctx, data, r, isSbatch(a, data), s.sbatch...)
 	case kindRequirements:
 		s.scanRequirementsFile(ctx, a, data, r)
 	case kindPyproject:
@@ -214,6 +217,8 @@ func (s *Scanner) scanKind(ctx context.Context, k kind, a *scanners.Artifact, da
 		scanImageConfig(data, r)
 	case kindNotebook:
 		scanNotebook(data, r)
+	case kindPowerShell:
+		scanPowerShell(string(data), r, nil)
 	}
 }
 

@@ -50,10 +50,30 @@ var (
 		"npm install -g without an exact version",
 		"Global installs bypass any lock file; the newest release runs with your privileges.",
 		"Install an exact version: npm install -g pkg@x.y.z (or use a package.json with a committed lock file and npm ci).")
+	ruleNPMPackageUnpinned = rule("npm-unpinned", scanners.SeverityMedium,
+		"npm/yarn/pnpm package added or run by npx without an exact version",
+		"npm install PKG, yarn add, pnpm add and npx PKG take the newest release matching the range at that moment; npx runs it at once.",
+		"Name an exact version: npm install pkg@x.y.z (npx pkg@x.y.z), commit the lock file, and install in CI with npm ci.")
+	ruleNPMNotCI = rule("npm-install-not-ci", scanners.SeverityLow,
+		"npm install / yarn install without the lock file enforced",
+		"npm install (and yarn install without --frozen-lockfile) may resolve ranges anew and rewrite the lock file, so CI does not install what was reviewed.",
+		"Install exactly the lock file: npm ci (yarn install --frozen-lockfile, or --immutable for yarn 2+; pnpm install --frozen-lockfile).")
 	ruleGoInstallLatest = rule("go-install-latest", scanners.SeverityMedium,
-		"go install @latest or a branch",
-		"@latest and branch names resolve to whatever was pushed last.",
-		"Install a released version: go install module/cmd@vX.Y.Z.")
+		"go install/get/run at @latest, a branch, a partial version or no version",
+		"@latest, branch names, version prefixes (@v1) and go get without a version resolve to whatever was pushed last; only a full version or a commit is fixed by the checksum database.",
+		"Name a full version or a commit: go install module/cmd@vX.Y.Z (go get module@vX.Y.Z, go run module/cmd@vX.Y.Z).")
+	ruleOSPackageUnpinned = rule("os-package-unpinned", scanners.SeverityLow,
+		"OS package installed without a version (apt, apk, yum/dnf, zypper, gem)",
+		"The distribution's newest build is installed at build time, so two builds of the same file can differ (hadolint DL3008, DL3018, DL3033, DL3037, DL3041, DL3028).",
+		"Pin the version: apt-get install pkg=<version>, apk add pkg=<version>, dnf/yum install pkg-<version>, zypper install pkg=<version>, gem install pkg:<version> (or build on a base image pinned by digest and keep the package set there).")
+	ruleWindowsPackageUnpinned = rule("windows-package-unpinned", scanners.SeverityMedium,
+		"Chocolatey or NuGet package without a version, or a NuGet restore without the lock file",
+		"choco install, nuget install and dotnet add package take the newest release; nuget/dotnet restore without locked mode may resolve anew.",
+		"Pin the version: choco install pkg --version x.y.z --require-checksums, nuget install pkg -Version x.y.z, dotnet add package pkg --version x.y.z; restore with --locked-mode (nuget -LockedMode, msbuild /p:RestoreLockedMode=true).")
+	ruleRequirementsUnseen = rule("requirements-not-in-target", scanners.SeverityMedium,
+		"pip installs a requirements file that is not in what was scanned",
+		"pip install -r FILE (or -c FILE, conda env create -f FILE) installs whatever that file says, and the file is not part of this target, so nothing checked its pins; without --require-hashes any version or file can come in.",
+		"Commit the file beside the script so it is checked, and install with hashes: pip install --require-hashes -r requirements.txt (pip-compile --generate-hashes or uv pip compile --generate-hashes writes them).")
 	ruleCurlPipeShell = rule("curl-pipe-shell", scanners.SeverityHigh,
 		"Script downloaded and run in one step (curl | sh)",
 		"Whatever the server (or anybody between) returns runs at once, unreviewed and unverified.",
@@ -103,7 +123,8 @@ var (
 var allRules = []scanners.Rule{
 	ruleImageLatest, ruleImageNotDigest, ruleImageVariable,
 	rulePipUnpinned, rulePipNoHash, ruleExtraIndex, ruleVCSUnpinned, rulePyprojectNoLock,
-	ruleCondaUnpinned, ruleNPMUnpinned, ruleGoInstallLatest,
+	ruleCondaUnpinned, ruleNPMUnpinned, ruleNPMPackageUnpinned, ruleNPMNotCI, ruleGoInstallLatest,
+	ruleOSPackageUnpinned, ruleWindowsPackageUnpinned, ruleRequirementsUnseen,
 	ruleCurlPipeShell, ruleDownloadExec, ruleDownloadNoChecksum, ruleGitCloneUnpinned,
 	ruleModuleUnversioned, ruleActionNotSHA,
 	ruleHFRevision, ruleTrustRemoteCode, ruleTorchHubUnpinned, ruleTorchLoadUnsafe,

@@ -2,6 +2,7 @@ package pins
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -38,6 +39,20 @@ type shellState struct {
 	envSites map[string]imageSite
 	// skipped, when non-nil, collects references Rewrite must leave alone.
 	skipped *[]Skipped
+
+	// ctx bounds reading files the script names (requirements files).
+	ctx context.Context
+	// cwd is the directory commands run in, as far as the script tells
+	// ("" is where it started, "\x00N" a directory a dynamic cd chose):
+	// downloads and runs are matched by path resolved against it.
+	cwd    string
+	cwdDyn int
+	// outputs maps a command to the file its standard output is
+	// redirected to (curl URL > file).
+	outputs map[*syntax.CallExpr]string
+	// listed are checksum commands whose list an echo gave, already
+	// applied to the files it names.
+	listed map[*syntax.CallExpr]bool
 }
 
 // imageSite is where an image reference is written in a file.
@@ -51,8 +66,12 @@ type imageSite struct {
 }
 
 type download struct {
-	file     string // "" when written to standard output
-	url      string
+	file string // "" when written to standard output
+	key  string // file resolved against the directory it was written in
+	url  string
+	// noData says the download is judged only if run (cloud copies and
+	// Hub downloads, whose revision is judged by hf-revision).
+	noData   bool
 	line     int
 	r        *rep
 	data     bool // weights, datasets, archives
@@ -67,7 +86,9 @@ type clone struct {
 	pinned        bool
 }
 
-func newShellState() *shellState { return &shellState{env: map[string]string{}} }
+func newShellState() *shellState {
+	return &shellState{env: map[string]string{}, ctx: context.Background(), outputs: map[*syntax.CallExpr]string{}, listed: map[*syntax.CallExpr]bool{}}
+}
 
 // shellScan parses one shell text and reports into r.
 type shellScan struct {
@@ -82,6 +103,12 @@ type shellScan struct {
 	dockerfile bool
 	// root says src is the file itself, so byte offsets are the file's.
 	root bool
+	// cur is the simple command being checked (its redirects are in
+	// st.outputs).
+	cur *syntax.CallExpr
+	// quiet skips text that does not parse instead of reporting it (lines
+	// of a PowerShell script).
+	quiet bool
 }
 
 // maxShellDepth bounds nesting of sh -c strings and heredocs.
@@ -89,8 +116,9 @@ const maxShellDepth = 8
 
 // scanShellFile checks a whole shell or sbatch script; opts are how an
 // sbatch script's directives are read.
-func scanShellFile(data []byte, r *rep, sbatch bool, opts ...slurm.ParseOption) {
+func scanShellFile(ctx context.Context, data []byte, r *rep, sbatch bool, opts ...slurm.ParseOption) {
 	st := newShellState()
+	st.ctx = ctx
 	sc := &shellScan{st: st, r: r, src: data, sbatch: sbatch, sbatchOpts: opts, root: true}
 	sc.run()
 	st.finish()
@@ -116,7 +144,27 @@ func (sc *shellScan) site(a arg, value string, ln int, pyxis, digestOnly bool) {
 		return true
 	})
 	if n > 0 {
-		if n != 1 || pe.Param == nil || pe.Exp != nil {
+		if n != 1 || pe.Param == nil {
+			return
+		}
+		if pe.Exp != nil {
+			// ${IMG:-default}: the default is what runs when it is used.
+			switch pe.Exp.Op {
+			case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
+			default:
+				return
+			}
+			if _, set := sc.st.env[pe.Param.Value]; set && pe.Exp.Op != syntax.AssignUnset && pe.Exp.Op != syntax.AssignUnsetOrNull || pe.Exp.Word == nil {
+				if es, ok := sc.st.envSites[pe.Param.Value]; ok && es.written == value {
+					es.pyxis, es.digestOnly = pyxis, digestOnly
+					*sc.st.sites = append(*sc.st.sites, es)
+				}
+				return
+			}
+			if ds, ok := sc.literalSite(pe.Exp.Word, sc.word(pe.Exp.Word)); ok && ds.written == value {
+				ds.pyxis, ds.digestOnly = pyxis, digestOnly
+				*sc.st.sites = append(*sc.st.sites, ds)
+			}
 			return
 		}
 		if es, ok := sc.st.envSites[pe.Param.Value]; ok && es.written == value {
@@ -147,6 +195,9 @@ func (sc *shellScan) run() bool {
 		sc.sbatchImages()
 	}
 	f, err := parseShell(sc.src)
+	if err != nil && sc.quiet {
+		return false
+	}
 	if err != nil {
 		line := 0
 		var pe syntax.ParseError
@@ -164,6 +215,7 @@ func (sc *shellScan) run() bool {
 		switch n := n.(type) {
 		case *syntax.Stmt:
 			sc.heredocs(n)
+			sc.redirects(n)
 		case *syntax.CallExpr:
 			sc.call(n)
 		case *syntax.DeclClause:
@@ -197,7 +249,19 @@ func (sc *shellScan) nested(text string, first int, where string) {
 func (sc *shellScan) word(w *syntax.Word) arg {
 	var b strings.Builder
 	dyn := false
-	sc.parts(w.Parts, &b, &dyn, false)
+	sc.parts(w.Parts, &b, &dyn, false, false)
+	return arg{s: b.String(), dyn: dyn, w: w}
+}
+
+// script is a word that is itself a script (sh -c WORD, eval WORD, ssh
+// host WORD) after quote removal, with its lines kept: a backslash-newline
+// stays (the inner shell reads it as the same continuation) and an
+// unresolved $(…) keeps the newlines it spanned, so that line n of the
+// text is line n after the word's first.
+func (sc *shellScan) script(w *syntax.Word) arg {
+	var b strings.Builder
+	dyn := false
+	sc.parts(w.Parts, &b, &dyn, false, true)
 	return arg{s: b.String(), dyn: dyn, w: w}
 }
 
@@ -209,15 +273,34 @@ func (sc *shellScan) words(ws []*syntax.Word) []arg {
 	return out
 }
 
-func (sc *shellScan) parts(ps []syntax.WordPart, b *strings.Builder, dyn *bool, quoted bool) {
+func (sc *shellScan) parts(ps []syntax.WordPart, b *strings.Builder, dyn *bool, quoted, keepLines bool) {
+	var last uint
+	sc.partsAt(ps, b, dyn, quoted, keepLines, &last)
+}
+
+// partsAt writes ps; with keepLines, the lines between parts (where the
+// parser dropped a backslash-newline) come back as backslash-newlines.
+func (sc *shellScan) partsAt(ps []syntax.WordPart, b *strings.Builder, dyn *bool, quoted, keepLines bool, last *uint) {
 	for _, p := range ps {
+		if keepLines {
+			if l := p.Pos().Line(); *last > 0 && l > *last {
+				b.WriteString(strings.Repeat("\\\n", int(l-*last)))
+			}
+			*last = p.End().Line()
+		}
 		switch p := p.(type) {
 		case *syntax.Lit:
 			b.WriteString(unescapeLit(p.Value, quoted))
 		case *syntax.SglQuoted:
 			b.WriteString(p.Value)
 		case *syntax.DblQuoted:
-			sc.parts(p.Parts, b, dyn, true)
+			if keepLines {
+				*last = p.Pos().Line()
+			}
+			sc.partsAt(p.Parts, b, dyn, true, keepLines, last)
+			if keepLines {
+				*last = p.End().Line()
+			}
 		case *syntax.ParamExp:
 			v, ok := sc.param(p)
 			if !ok {
@@ -226,7 +309,11 @@ func (sc *shellScan) parts(ps []syntax.WordPart, b *strings.Builder, dyn *bool, 
 			b.WriteString(v)
 		case *syntax.CmdSubst, *syntax.ProcSubst:
 			*dyn = true
-			b.WriteString("$(…)")
+			b.WriteString("$(…")
+			if keepLines {
+				b.WriteString(strings.Repeat("\n", int(p.End().Line()-p.Pos().Line())))
+			}
+			b.WriteString(")")
 		default:
 			*dyn = true
 			b.WriteString("${…}")
@@ -270,14 +357,23 @@ func (sc *shellScan) param(p *syntax.ParamExp) (string, bool) {
 	v, ok := sc.st.env[name]
 	if p.Exp != nil {
 		switch p.Exp.Op {
-		case syntax.DefaultUnset, syntax.DefaultUnsetOrNull:
-			if ok && (v != "" || p.Exp.Op == syntax.DefaultUnset) {
+		case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
+			if ok && (v != "" || p.Exp.Op == syntax.DefaultUnset || p.Exp.Op == syntax.AssignUnset) {
 				return v, true
 			}
 			if p.Exp.Word == nil {
 				return "", true
 			}
 			a := sc.word(p.Exp.Word)
+			if p.Exp.Op == syntax.AssignUnset || p.Exp.Op == syntax.AssignUnsetOrNull {
+				// ${IMG:=default} (often as : "${IMG:=…}") sets IMG too.
+				if a.dyn {
+					delete(sc.st.env, name)
+				} else {
+					sc.st.env[name] = a.s
+				}
+				sc.defaultSite(name, p.Exp.Word, a)
+			}
 			return a.s, !a.dyn
 		default:
 			return "${" + name + "}", false
@@ -360,6 +456,7 @@ func (sc *shellScan) call(c *syntax.CallExpr) {
 			sc.envVar(as.Name.Value, sc.word(as.Value), ln)
 		}
 	}
+	sc.cur = c
 	sc.command(sc.words(c.Args), ln)
 }
 
@@ -446,12 +543,24 @@ func (sc *shellScan) command(all []arg, ln int) {
 	if len(args) == 0 {
 		return
 	}
+	sc.trustRemoteCode(args, ln)
 	p := prog(args[0])
 	switch {
 	case p == "srun" || p == "salloc" || p == "sbatch":
 		sc.slurmRun(args, ln)
 		return
-	case p == "pip" || p == "pip3" || strings.HasPrefix(p, "pip3."):
+	case p == "xargs":
+		sc.command(skipXargs(args[1:]), ln)
+		return
+	case p == "ssh":
+		sc.ssh(args[1:], ln)
+		return
+	case p == "su" || p == "runuser":
+		sc.su(args[1:], ln)
+		return
+	case p == "cd" || p == "pushd":
+		sc.cd(args[1:])
+	case isPip(p):
 		if len(args) > 1 && args[1].s == "install" {
 			sc.pipInstall(args[2:], ln, false)
 		}
@@ -459,37 +568,36 @@ func (sc *shellScan) command(all []arg, ln int) {
 	case isPython(p):
 		for i := 1; i+2 < len(args) && strings.HasPrefix(args[i].s, "-"); i++ {
 			if args[i].s == "-m" {
-				if args[i+1].s == "pip" && args[i+2].s == "install" {
+				switch {
+				case args[i+1].s == "pip" && args[i+2].s == "install":
 					sc.pipInstall(args[i+3:], ln, false)
+				case args[i+1].s == "pipx":
+					sc.pipx(args[i+2:], ln)
 				}
 				break
 			}
 		}
+	case p == "pipx":
+		sc.pipx(args[1:], ln)
 	case p == "uv":
-		if len(args) > 2 && args[1].s == "pip" && args[2].s == "install" {
-			sc.pipInstall(args[3:], ln, true)
-		}
+		sc.uv(args[1:], ln)
+	case p == "uvx":
+		sc.uvTool("uvx", args[1:], ln)
 	case p == "conda" || p == "mamba" || p == "micromamba":
-		if len(args) > 1 && (args[1].s == "install" || args[1].s == "create") {
-			sc.condaInstall(args[2:], ln)
-		}
-	case p == "npm" || p == "pnpm" || p == "yarn":
+		sc.conda(p, args[1:], ln)
+	case p == "npm" || p == "pnpm" || p == "yarn" || p == "npx" || p == "bun" || p == "bunx":
 		sc.npmInstall(p, args[1:], ln)
 	case p == "go":
-		if len(args) > 1 && args[1].s == "install" {
-			sc.goInstall(args[2:], ln)
-		}
-	case p == "curl" || p == "wget":
-		sc.fetch(p, args[1:], ln)
+		sc.goCmd(args[1:], ln)
+	case p == "curl" || p == "wget" || p == "curl.exe" || p == "wget.exe":
+		sc.fetch(strings.TrimSuffix(p, ".exe"), args[1:], ln, sc.cur)
+	case p == "aws" || p == "gsutil" || p == "gcloud" || p == "rclone" || p == "azcopy" || p == "s5cmd" || p == "mc":
+		sc.cloudCopy(p, args[1:], ln)
 	case p == "git":
 		sc.git(args[1:], ln)
 	case p == "apptainer" || p == "singularity":
-		for _, a := range args[1:] {
-			if strings.HasPrefix(a.s, "docker://") {
-				sc.r.imageNoTag(ln, "Apptainer image", strings.TrimPrefix(a.s, "docker://"), a.dyn, false)
-				sc.site(a, strings.TrimPrefix(a.s, "docker://"), ln, false, true)
-			}
-		}
+		sc.apptainer(args[1:], ln)
+		return
 	case p == "enroot":
 		if len(args) > 1 && args[1].s == "import" {
 			for _, a := range args[2:] {
@@ -502,12 +610,8 @@ func (sc *shellScan) command(all []arg, ln int) {
 			}
 		}
 	case p == "docker" || p == "podman" || p == "nerdctl":
-		if len(args) > 2 && args[1].s == "pull" {
-			rest := skipOpts(args[2:], "a", "q")
-			if len(rest) > 0 && !strings.HasPrefix(rest[0].s, "-") {
-				sc.r.image(ln, p+" pull", rest[0].s, rest[0].dyn)
-				sc.site(rest[0], rest[0].s, ln, false, false)
-			}
+		if sc.container(p, args[1:], ln) {
+			return
 		}
 	case p == "module" || p == "ml":
 		sc.module(p, args[1:], ln)
@@ -515,7 +619,9 @@ func (sc *shellScan) command(all []arg, ln int) {
 		sc.hfDownload(args[1:], ln)
 	case p == "sha256sum" || p == "sha512sum" || p == "sha384sum" || p == "sha224sum" || p == "sha1sum" ||
 		p == "md5sum" || p == "b2sum" || p == "shasum" || p == "cksum" || p == "gpgv" || p == "minisign":
-		sc.verify(args[1:])
+		if !sc.st.listed[sc.cur] {
+			sc.verify(args[1:])
+		}
 	case p == "gpg" || p == "cosign" || p == "openssl":
 		for _, a := range args[1:] {
 			if a.s == "--verify" || a.s == "verify-blob" || a.s == "dgst" {
@@ -523,12 +629,28 @@ func (sc *shellScan) command(all []arg, ln int) {
 				break
 			}
 		}
+	case osPackageManagers[p] != "":
+		sc.osPackages(p, args[1:], ln)
+	case p == "choco" || p == "choco.exe" || p == "cinst":
+		sc.choco(p, args[1:], ln)
+	case p == "nuget" || p == "nuget.exe" || p == "dotnet" || p == "dotnet.exe" || p == "msbuild" || p == "msbuild.exe":
+		sc.nuget(strings.TrimSuffix(p, ".exe"), args[1:], ln)
 	}
 	sc.execCheck(args, ln)
 }
 
+// argLine is the line a word starts on, or ln for words that did not come
+// from shell.
+func argLine(a arg, ln int) int {
+	if a.w == nil {
+		return ln
+	}
+	return line(a.w.Pos())
+}
+
 // execCheck reports a downloaded file that runs before it is verified, and
-// downloads fed straight into an interpreter by $(…) or <(…).
+// downloads fed straight into an interpreter by $(…) or <(…); it checks
+// the scripts given to sh -c, eval and python -c as scripts.
 func (sc *shellScan) execCheck(args []arg, ln int) {
 	p := prog(args[0])
 	if isInterpreter(p) {
@@ -538,25 +660,24 @@ func (sc *shellScan) execCheck(args []arg, ln int) {
 				return
 			}
 		}
-		// sh -c 'commands', eval 'commands' and python -c 'code': check
-		// the commands too.
+		if p == "eval" {
+			// eval joins its arguments into one script.
+			sc.inlineScript(args[1:], ln)
+			return
+		}
+		// sh -c 'commands' and python -c 'code': check the commands too.
 		for i, a := range args[1:] {
-			j := -1
-			switch {
-			case p == "eval":
-				j = i + 1
-			case (isShell(p) || isPython(p)) && a.s == "-c":
-				j = i + 2
-			}
-			if j < 0 {
+			if !(isShell(p) || isPython(p)) || !shortOpt(a.s, 'c') {
 				continue
 			}
-			if j < len(args) && args[j].w != nil && !args[j].dyn {
-				at := line(args[j].w.Pos())
+			j := i + 2
+			if j < len(args) && args[j].w != nil {
 				if isPython(p) {
-					scanPythonCalls([]byte(args[j].s), sc.r.sub(at, ""), sc.st)
+					if !args[j].dyn {
+						scanPythonCalls([]byte(args[j].s), sc.r.sub(argLine(args[j], ln), ""), sc.st)
+					}
 				} else {
-					sc.nested(args[j].s, at, "")
+					sc.inlineScript(args[j:j+1], ln)
 				}
 			}
 			return
@@ -573,10 +694,48 @@ func (sc *shellScan) execCheck(args []arg, ln int) {
 	}
 }
 
-// executes reports a file run at line ln that was downloaded and not verified.
+// shortOpt reports whether s is a cluster of short options that holds c
+// (-c, -ec, -xc), as sh reads "-c".
+func shortOpt(s string, c byte) bool {
+	if len(s) < 2 || s[0] != '-' || s[1] == '-' {
+		return false
+	}
+	return strings.IndexByte(s[1:], c) >= 0 && strings.Trim(s[1:], "abcefhiklmnprstuvxBCEHPT") == ""
+}
+
+// inlineScript checks words that a shell runs as one script (sh -c WORD,
+// eval WORDS..., ssh host WORDS..., su -c WORD), at the line of the first.
+// Parts that could not be resolved stay in the text as ${NAME} or $(…),
+// which the inner parse treats as dynamic.
+func (sc *shellScan) inlineScript(words []arg, ln int) {
+	if len(words) == 0 {
+		return
+	}
+	var b strings.Builder
+	first := argLine(words[0], ln)
+	for i, a := range words {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if a.w == nil {
+			b.WriteString(a.s)
+			continue
+		}
+		b.WriteString(sc.script(a.w).s)
+	}
+	sc.nested(b.String(), first, "")
+}
+
+// executes reports a file run at line ln that was downloaded and not
+// verified. Files are matched by path, resolved against the directory each
+// command ran in: running ./x is not running a /tmp/x downloaded earlier.
 func (sc *shellScan) executes(file string, ln int) {
+	if file == "" {
+		return
+	}
+	key := sc.resolve(file)
 	for _, d := range sc.st.downloads {
-		if d.file == "" || !sameFile(d.file, file) {
+		if d.file == "" || d.key != key {
 			continue
 		}
 		d.executed = true
@@ -586,9 +745,36 @@ func (sc *shellScan) executes(file string, ln int) {
 	}
 }
 
-func sameFile(a, b string) bool {
-	a, b = path.Clean(a), path.Clean(b)
-	return a == b || path.Base(a) == path.Base(b) && (!strings.Contains(a, "/") || !strings.Contains(b, "/"))
+// resolve turns a path into the key downloads are matched by: a clean
+// absolute path, or a path under the directory the script is in now.
+func (sc *shellScan) resolve(file string) string {
+	if strings.HasPrefix(file, "~/") || file == "~" {
+		file = "$HOME" + file[1:]
+	}
+	switch {
+	case strings.HasPrefix(file, "/") || strings.HasPrefix(file, "$"):
+		return path.Clean(file)
+	case strings.HasPrefix(sc.st.cwd, "/"):
+		return path.Join(sc.st.cwd, file)
+	}
+	return path.Join("/\x00cwd", sc.st.cwd, file)
+}
+
+// cd follows the directory the script runs in.
+func (sc *shellScan) cd(args []arg) {
+	args = skipOpts(args)
+	switch {
+	case len(args) == 0 || args[0].s == "~" || args[0].s == "-":
+		sc.st.cwdDyn++
+		sc.st.cwd = fmt.Sprintf("\x00%d", sc.st.cwdDyn)
+	case args[0].dyn:
+		sc.st.cwdDyn++
+		sc.st.cwd = fmt.Sprintf("\x00%d", sc.st.cwdDyn)
+	case strings.HasPrefix(args[0].s, "/"):
+		sc.st.cwd = path.Clean(args[0].s)
+	default:
+		sc.st.cwd = path.Join(sc.st.cwd, args[0].s)
+	}
 }
 
 // wordFetches reports whether a word holds a $(…) or <(…) that downloads.
@@ -614,8 +800,8 @@ func wordFetches(w *syntax.Word) bool {
 	return found
 }
 
-// stmtFetches reports whether a statement runs curl or wget writing to
-// standard output.
+// stmtFetches reports whether a statement runs curl, wget or PowerShell's
+// Invoke-WebRequest writing to standard output.
 func stmtFetches(s *syntax.Stmt) bool {
 	found := false
 	syntax.Walk(s, func(n syntax.Node) bool {
@@ -624,15 +810,39 @@ func stmtFetches(s *syntax.Stmt) bool {
 			return !found
 		}
 		sc := &shellScan{st: newShellState()}
-		args := unwrap(sc.words(c.Args))
-		if len(args) > 0 && (prog(args[0]) == "curl" || prog(args[0]) == "wget") {
-			if f, _ := fetchArgs(prog(args[0]), args[1:]); f.stdout {
-				found = true
-			}
+		if _, ok := stdoutFetch(unwrap(sc.words(c.Args))); ok {
+			found = true
 		}
 		return !found
 	})
 	return found
+}
+
+// stdoutFetch reports a download written to standard output: curl or
+// wget without an output file, or PowerShell's iwr/irm.
+func stdoutFetch(args []arg) (fetched, bool) {
+	if len(args) == 0 {
+		return fetched{}, false
+	}
+	p := strings.TrimSuffix(strings.ToLower(prog(args[0])), ".exe")
+	switch p {
+	case "curl", "wget":
+		f, ok := fetchArgs(p, args[1:])
+		return f, ok && f.stdout
+	case "iwr", "irm", "invoke-webrequest", "invoke-restmethod":
+		for _, a := range args[1:] {
+			if strings.EqualFold(a.s, "-OutFile") {
+				return fetched{}, false
+			}
+		}
+		for _, a := range args[1:] {
+			if !strings.HasPrefix(a.s, "-") {
+				return fetched{url: a.s, stdout: true}, true
+			}
+		}
+		return fetched{url: "(URL)", stdout: true}, true
+	}
+	return fetched{}, false
 }
 
 func shorten(s string) string {
@@ -642,8 +852,9 @@ func shorten(s string) string {
 	return s
 }
 
-// pipe reports curl|sh: a download to standard output piped into an
-// interpreter.
+// pipe reports curl|sh (a download to standard output piped into an
+// interpreter) and curl|tar; it records curl URL | tee FILE as a download
+// to FILE, and echo 'HASH  FILE' | sha256sum -c as verifying FILE only.
 func (sc *shellScan) pipe(b *syntax.BinaryCmd) {
 	var stages []*syntax.Stmt
 	var flatten func(s *syntax.Stmt)
@@ -657,38 +868,95 @@ func (sc *shellScan) pipe(b *syntax.BinaryCmd) {
 	}
 	flatten(b.X)
 	flatten(b.Y)
+	words := make([][]arg, len(stages))
+	for i, st := range stages {
+		if c, ok := st.Cmd.(*syntax.CallExpr); ok && len(c.Args) > 0 {
+			words[i] = unwrap(sc.words(c.Args))
+		}
+	}
 	for i := 0; i+1 < len(stages); i++ {
-		c, ok := stages[i].Cmd.(*syntax.CallExpr)
-		if !ok || len(c.Args) == 0 {
+		args := words[i]
+		if len(args) == 0 {
 			continue
 		}
-		args := unwrap(sc.words(c.Args))
-		if len(args) == 0 || (prog(args[0]) != "curl" && prog(args[0]) != "wget") {
-			continue
-		}
-		f, _ := fetchArgs(prog(args[0]), args[1:])
-		if !f.stdout {
-			continue
-		}
-		for _, next := range stages[i+1:] {
-			nc, ok := next.Cmd.(*syntax.CallExpr)
-			if !ok || len(nc.Args) == 0 {
-				continue
+		if p := prog(args[0]); (p == "echo" || p == "printf") && len(words[i+1]) > 0 && isChecksumTool(prog(words[i+1][0])) {
+			sc.verifyListed(args[1:], words[i+1][1:])
+			if c, ok := stages[i+1].Cmd.(*syntax.CallExpr); ok {
+				sc.st.listed[c] = true
 			}
-			nargs := unwrap(sc.words(nc.Args))
+			continue
+		}
+		f, ok := stdoutFetch(args)
+		if !ok {
+			continue
+		}
+		fp := prog(args[0])
+		for _, nargs := range words[i+1:] {
 			if len(nargs) == 0 {
 				continue
 			}
-			np := prog(nargs[0])
+			np := strings.TrimSuffix(strings.ToLower(prog(nargs[0])), ".exe")
 			switch {
-			case isInterpreter(np):
-				sc.r.add(ruleCurlPipeShell, line(stages[i].Pos()), f.url, fmt.Sprintf("%s %s is piped into %s, which runs whatever the server returns, unreviewed and unverified; download to a file, check it (echo '<sha256>  file' | sha256sum -c -), then run it", prog(args[0]), f.url, np))
+			case isInterpreter(np) || np == "iex" || np == "invoke-expression" || np == "powershell":
+				sc.r.add(ruleCurlPipeShell, line(stages[i].Pos()), f.url, fmt.Sprintf("%s %s is piped into %s, which runs whatever the server returns, unreviewed and unverified; download to a file, check it (echo '<sha256>  file' | sha256sum -c -), then run it", fp, f.url, prog(nargs[0])))
 			case np == "tar" || np == "bsdtar" || np == "unzip" || np == "gunzip" || np == "zstd" || np == "xz" || np == "bunzip2":
-				sc.r.add(ruleDownloadNoChecksum, line(stages[i].Pos()), f.url, fmt.Sprintf("%s %s is unpacked by %s straight from the network with no checksum; download to a file, verify it (echo '<sha256>  file' | sha256sum -c -), then unpack it", prog(args[0]), f.url, np))
+				sc.r.add(ruleDownloadNoChecksum, line(stages[i].Pos()), f.url, fmt.Sprintf("%s %s is unpacked by %s straight from the network with no checksum; download to a file, verify it (echo '<sha256>  file' | sha256sum -c -), then unpack it", fp, f.url, np))
+			case np == "tee":
+				for _, t := range skipOpts(nargs[1:]) {
+					if !t.dyn && t.s != "/dev/null" {
+						sc.record(&download{file: t.s, url: f.url, line: line(stages[i].Pos()), data: isData(f.url) || isData(t.s)})
+					}
+				}
+				continue
 			default:
 				continue
 			}
 			break
+		}
+	}
+}
+
+func isChecksumTool(p string) bool {
+	switch p {
+	case "sha256sum", "sha512sum", "sha384sum", "sha224sum", "sha1sum", "md5sum", "b2sum", "shasum", "cksum":
+		return true
+	}
+	return false
+}
+
+// verifyListed marks as verified the downloads that an echoed checksum
+// line ("<hash>  FILE") names, when the checksum tool checks (-c).
+func (sc *shellScan) verifyListed(echoed, tool []arg) {
+	check := false
+	for _, a := range tool {
+		if a.s == "-c" || a.s == "--check" || shortOpt(a.s, 'c') {
+			check = true
+		}
+	}
+	if !check {
+		return
+	}
+	var files []string
+	for _, a := range echoed {
+		for _, l := range strings.Split(strings.ReplaceAll(a.s, `\n`, "\n"), "\n") {
+			f := strings.Fields(l)
+			if len(f) >= 2 {
+				files = append(files, strings.TrimPrefix(f[len(f)-1], "*"))
+			}
+		}
+	}
+	if len(files) == 0 {
+		for _, d := range sc.st.downloads {
+			d.verified = true // the list comes from somewhere we cannot read
+		}
+		return
+	}
+	for _, f := range files {
+		key := sc.resolve(f)
+		for _, d := range sc.st.downloads {
+			if d.key == key {
+				d.verified = true
+			}
 		}
 	}
 }
@@ -707,18 +975,16 @@ func (sc *shellScan) heredocs(s *syntax.Stmt) {
 		first := line(rd.Hdoc.Pos())
 		var args []arg
 		if c, ok := s.Cmd.(*syntax.CallExpr); ok && len(c.Args) > 0 {
-			args = unwrap(sc.words(c.Args))
+			args = sc.words(c.Args)
 		}
+		shell, python := readsStdinScript(sc, args, 0)
 		switch {
 		case s.Cmd == nil && sc.dockerfile:
 			sc.nested(body, first, "")
-		case len(args) > 0 && isShell(prog(args[0])) && len(skipOpts(args[1:])) == 0:
+		case shell:
 			sc.nested(body, first, "")
-		case len(args) > 0 && isPython(prog(args[0])):
-			rest := skipOpts(args[1:])
-			if len(rest) == 0 || rest[0].s == "-" {
-				scanPython([]byte(body), sc.r.sub(first, ""))
-			}
+		case python:
+			scanPython([]byte(body), sc.r.sub(first, ""))
 		}
 	}
 }
@@ -809,6 +1075,20 @@ func registryHost(ref string) bool {
 
 // slurmRun checks srun/salloc/sbatch options and the command srun runs.
 func (sc *shellScan) slurmRun(args []arg, ln int) {
+	rest := sc.slurmOptions(args, ln)
+	if prog(args[0]) == "srun" && len(rest) > 0 {
+		sc.command(rest, ln)
+	}
+}
+
+// slurmCommand returns the command srun runs: the words after its options.
+func slurmCommand(args []arg) []arg {
+	return (&shellScan{}).slurmOptions(args, 0)
+}
+
+// slurmOptions reads srun/salloc/sbatch options, checking the images they
+// name when sc reports, and returns the words after them.
+func (sc *shellScan) slurmOptions(args []arg, ln int) []arg {
 	rest := args[1:]
 	for len(rest) > 0 && strings.HasPrefix(rest[0].s, "-") {
 		opt := rest[0]
@@ -820,19 +1100,24 @@ func (sc *shellScan) slurmRun(args []arg, ln int) {
 		name, val, hasVal := strings.Cut(o, "=")
 		takesValue := !hasVal && slurmTakesValue(name)
 		if takesValue && len(rest) > 0 {
-			if name == "--container-image" {
+			if name == "--container-image" && sc.r != nil {
 				sc.slurmImage(rest[0], rest[0].s, ln)
+			}
+			if name == "--wrap" && sc.r != nil {
+				sc.inlineScript(rest[:1], ln)
 			}
 			rest = rest[1:]
 			continue
 		}
-		if hasVal && name == "--container-image" {
+		switch {
+		case sc.r == nil:
+		case hasVal && name == "--container-image":
 			sc.slurmImage(opt, val, ln)
+		case hasVal && name == "--wrap":
+			sc.nested(val, argLine(opt, ln), "")
 		}
 	}
-	if prog(args[0]) == "srun" && len(rest) > 0 {
-		sc.command(rest, ln)
-	}
+	return rest
 }
 
 func (sc *shellScan) slurmImage(a arg, value string, ln int) {
@@ -855,7 +1140,7 @@ func slurmTakesValue(o string) bool {
 		"--container-writable", "--container-readonly", "--container-entrypoint", "--no-container-entrypoint",
 		"--container-env-all", "--no-container-entrypoint-log", "--mpi-verbose", "--kill-on-bad-exit", "--wait-all-nodes",
 		"--exact", "--whole", "--nice", "--spread-job", "--use-min-nodes", "--hold", "--contiguous", "--oversubscribe",
-		"--requeue", "--no-requeue", "--help", "--usage", "--test-only", "--wrap":
+		"--requeue", "--no-requeue", "--help", "--usage", "--test-only":
 		return false
 	}
 	return true

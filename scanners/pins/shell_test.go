@@ -5,7 +5,7 @@ import "testing"
 func TestShell(t *testing.T) {
 	checkCases(t, []tcase{
 		{"pip forms", "setup.sh", "#!/bin/bash\npip install torch\npip3 install 'numpy>=1.26'\npython3 -m pip install \"scipy~=1.11\"\nuv pip install --system vllm==0.5.0\npython -m pip install -e .\npip install ./wheels/x-1.0-py3-none-any.whl\npip install -c constraints.txt transformers\n",
-			[]string{"pip-unpinned@2", "pip-unpinned@3", "pip-unpinned@4"}},
+			[]string{"pip-unpinned@2", "pip-unpinned@3", "pip-unpinned@4", "requirements-not-in-target@8"}},
 		{"quoted flags", "a.sh", "pip install \"--extra-index-url=https://pkgs.example.test/simple\" 'torch==2.3.0'\npip install '--require-hashes' foo\n",
 			[]string{"pip-extra-index-url@1"}},
 		{"vcs", "a.sh", "pip install git+https://example.test/o/r.git@main\npip install 'pkg @ git+https://example.test/o/r.git@0123456789abcdef0123456789abcdef01234567'\npip install git+ssh://git@example.test/o/r.git\n",
@@ -14,9 +14,9 @@ func TestShell(t *testing.T) {
 			[]string{"image-not-digest@5", "image-latest@7"}},
 		{"unresolved variable skipped", "a.sh", "pip install \"$PKGS\"\n", nil},
 		{"conda", "a.sh", "conda install -y -c conda-forge numpy scipy=1.11 'pandas>=2'\nmamba create -n x python=3.11 cudatoolkit\nmicromamba install -f env.yml\n",
-			[]string{"conda-unpinned@1", "conda-unpinned@1", "conda-unpinned@2"}},
+			[]string{"conda-unpinned@1", "conda-unpinned@1", "conda-unpinned@2", "requirements-not-in-target@3"}},
 		{"npm go", "a.sh", "npm install -g pyright\nnpm i -g typescript@5.4.5\nnpm install left-pad\ngo install golang.org/x/tools/gopls@latest\ngo install example.test/x@v1.2.3\n",
-			[]string{"npm-global-unpinned@1", "go-install-latest@4"}},
+			[]string{"npm-global-unpinned@1", "npm-unpinned@3", "go-install-latest@4"}},
 		{"curl pipe", "a.sh", "curl -fsSL https://example.test/install.sh | sh\nwget -qO- https://example.test/i.sh | sudo -E bash -\ncurl -fsSL https://example.test/x.tgz | tar xz\ncurl -s https://example.test/api | jq .\n",
 			[]string{"curl-pipe-shell@1", "curl-pipe-shell@2", "download-no-checksum@3"}},
 		{"process substitution", "a.sh", "bash <(curl -fsSL https://example.test/i.sh)\nsh -c \"$(wget -O- https://example.test/i.sh)\"\nsource <(curl -s https://example.test/env)\n",

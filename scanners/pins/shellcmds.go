@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // pipValueOpts are pip/uv install options that take the next word as value.
@@ -27,6 +29,15 @@ var pipValueOpts = map[string]bool{
 func (sc *shellScan) pipInstall(args []arg, ln int, uv bool) {
 	hashes, constrained := false, false
 	var reqs []arg
+	type reqFile struct {
+		file string
+		ln   int
+	}
+	var files []reqFile
+	what := "pip install"
+	if uv {
+		what = "uv pip install"
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, val, hasVal := strings.Cut(a.s, "=")
@@ -39,19 +50,20 @@ func (sc *shellScan) pipInstall(args []arg, ln int, uv bool) {
 				val = args[i].s
 			}
 			sc.r.add(ruleExtraIndex, ln, val, fmt.Sprintf("%s %s adds a second package index: pip and uv may install a same-named package from whichever index serves the higher version (dependency confusion, as in the 2022 torchtriton incident); use a single --index-url that proxies the public index, or pin every package with --hash", name, val))
-		case name == "-r" || name == "--requirement" || name == "--requirements":
-			// The requirements file is checked as its own artifact.
+		case name == "-r" || name == "--requirement" || name == "--requirements" || name == "-c" || name == "--constraint" || name == "--constraints":
+			constrained = constrained || strings.HasPrefix(name, "-c") || strings.HasPrefix(name, "--constraint")
 			if !hasVal && i+1 < len(args) {
 				i++
+				val = args[i].s
 			}
-		case strings.HasPrefix(a.s, "-r") && len(a.s) > 2 && !strings.HasPrefix(a.s, "--"):
-		case name == "-c" || name == "--constraint" || name == "--constraints":
-			constrained = true
-			if !hasVal && i+1 < len(args) {
-				i++
+			if !args[i].dyn {
+				files = append(files, reqFile{val, ln})
 			}
-		case strings.HasPrefix(a.s, "-c") && len(a.s) > 2 && !strings.HasPrefix(a.s, "--"):
-			constrained = true
+		case (strings.HasPrefix(a.s, "-r") || strings.HasPrefix(a.s, "-c")) && len(a.s) > 2 && !strings.HasPrefix(a.s, "--"):
+			constrained = constrained || strings.HasPrefix(a.s, "-c")
+			if !a.dyn {
+				files = append(files, reqFile{a.s[2:], ln})
+			}
 		case name == "-e" || name == "--editable":
 			if !hasVal && i+1 < len(args) {
 				i++
@@ -71,6 +83,9 @@ func (sc *shellScan) pipInstall(args []arg, ln int, uv bool) {
 	}
 	if hashes {
 		return
+	}
+	for _, f := range files {
+		sc.requirementFile(what, f.file, f.ln, false)
 	}
 	for _, r := range reqs {
 		if r.dyn {
@@ -175,47 +190,6 @@ func condaPinned(spec string) bool {
 	return false
 }
 
-// npmInstall checks npm install -g (and pnpm add -g, yarn global add).
-func (sc *shellScan) npmInstall(p string, args []arg, ln int) {
-	if len(args) == 0 {
-		return
-	}
-	global := false
-	var specs []arg
-	switch {
-	case p == "yarn" && len(args) > 1 && args[0].s == "global" && args[1].s == "add":
-		global, args = true, args[2:]
-	case args[0].s == "install" || args[0].s == "i" || args[0].s == "add" || args[0].s == "in":
-		args = args[1:]
-	default:
-		return
-	}
-	for _, a := range args {
-		switch {
-		case a.s == "-g" || a.s == "--global" || a.s == "--location=global":
-			global = true
-		case strings.HasPrefix(a.s, "-"):
-		default:
-			specs = append(specs, a)
-		}
-	}
-	if !global {
-		return // project installs follow package.json and its lock file
-	}
-	for _, a := range specs {
-		if a.dyn || strings.HasPrefix(a.s, ".") || strings.HasPrefix(a.s, "/") || strings.Contains(a.s, "://") {
-			continue
-		}
-		name, ver := a.s, ""
-		if i := strings.LastIndex(a.s, "@"); i > 0 {
-			name, ver = a.s[:i], a.s[i+1:]
-		}
-		if !isExactSemver(ver) {
-			sc.r.add(ruleNPMUnpinned, ln, a.s, fmt.Sprintf("%s installs %q globally without an exact version, so the newest release runs with your privileges; pin it: %s@<x.y.z>", p, a.s, name))
-		}
-	}
-}
-
 func isExactSemver(v string) bool {
 	v = strings.TrimPrefix(v, "v")
 	core, _, _ := strings.Cut(v, "-")
@@ -230,22 +204,6 @@ func isExactSemver(v string) bool {
 		}
 	}
 	return true
-}
-
-// goInstall checks go install pkg@version.
-func (sc *shellScan) goInstall(args []arg, ln int) {
-	for _, a := range args {
-		if strings.HasPrefix(a.s, "-") || a.dyn {
-			continue
-		}
-		mod, ver, ok := strings.Cut(a.s, "@")
-		if !ok {
-			continue // builds from the current module
-		}
-		if ver == "latest" || ver == "master" || ver == "main" || ver == "HEAD" || !strings.HasPrefix(ver, "v") && !isHex(ver, 0) {
-			sc.r.add(ruleGoInstallLatest, ln, a.s, fmt.Sprintf("go install %s resolves @%s to whatever was pushed last; install a released version: %s@vX.Y.Z", a.s, ver, mod))
-		}
-	}
 }
 
 // fetched describes one curl or wget call.
@@ -334,7 +292,9 @@ func fetchArgs(p string, args []arg) (fetched, bool) {
 				}
 			}
 		default:
-			if f.url == "" && (strings.Contains(s, "://") || p == "wget") {
+			// Every operand of curl and wget is a URL, with a scheme or
+			// without one (curl -fsSL get.example.com | sh).
+			if f.url == "" {
 				f.url = s
 			}
 		}
@@ -388,37 +348,56 @@ func isData(name string) bool {
 	return false
 }
 
-// fetch records a curl/wget download.
-func (sc *shellScan) fetch(p string, args []arg, ln int) {
+// fetch records a curl/wget download to a file (an output option, or
+// standard output redirected to a file).
+func (sc *shellScan) fetch(p string, args []arg, ln int, c *syntax.CallExpr) {
 	f, ok := fetchArgs(p, args)
-	if !ok || f.stdout {
-		return // stdout: judged by pipe and execCheck
+	if !ok {
+		return
 	}
-	sc.st.downloads = append(sc.st.downloads, &download{
-		file: f.file, url: f.url, line: ln, r: sc.r,
-		data: isData(f.url) || isData(f.file),
-	})
+	if f.stdout {
+		out, redirected := sc.st.outputs[c]
+		if !redirected {
+			return // judged by pipe and execCheck
+		}
+		f.file = out
+	}
+	sc.record(&download{file: f.file, url: f.url, line: ln, data: isData(f.url) || isData(f.file)})
 }
 
-// verify marks downloads as checked by a checksum or signature tool.
+// record adds a download, keyed by its path resolved against the current
+// directory.
+func (sc *shellScan) record(d *download) {
+	if d.file != "" {
+		d.key = sc.resolve(d.file)
+	}
+	if d.r == nil {
+		d.r = sc.r
+	}
+	sc.st.downloads = append(sc.st.downloads, d)
+}
+
+// verify marks downloads as checked by a checksum or signature tool: with
+// -c (a checksum list from a file or standard input) every download made
+// so far, else the files it names.
 func (sc *shellScan) verify(args []arg) {
 	check := false
 	var files []string
 	for _, a := range args {
 		switch {
-		case a.s == "-c" || a.s == "--check" || a.s == "--verify" || a.s == "-V" || a.s == "verify-blob":
+		case a.s == "-c" || a.s == "--check" || a.s == "--verify" || a.s == "-V" || a.s == "verify-blob" || shortOpt(a.s, 'c'):
 			check = true
 		case !strings.HasPrefix(a.s, "-"):
 			files = append(files, a.s)
 		}
 	}
 	for _, d := range sc.st.downloads {
-		if check && len(files) == 0 {
-			d.verified = true // a checksum list on stdin or in a file
+		if check {
+			d.verified = true
 			continue
 		}
 		for _, f := range files {
-			if d.file != "" && sameFile(d.file, f) || check {
+			if d.key != "" && d.key == sc.resolve(f) {
 				d.verified = true
 			}
 		}
@@ -430,7 +409,9 @@ func (sc *shellScan) hfDownload(args []arg, ln int) {
 	if len(args) == 0 || args[0].s != "download" {
 		return
 	}
-	repo, rev, revSet := "", "", false
+	repo, rev, revSet, dynRev := "", "", false, false
+	localDir := ""
+	var files []string
 	for i := 1; i < len(args); i++ {
 		name, val, hasVal := strings.Cut(args[i].s, "=")
 		switch {
@@ -439,19 +420,31 @@ func (sc *shellScan) hfDownload(args []arg, ln int) {
 				i++
 				val = args[i].s
 			}
-			rev, revSet = val, true
-			if args[i].dyn {
-				return
-			}
+			rev, revSet, dynRev = val, true, args[i].dyn
 		case strings.HasPrefix(name, "--"):
 			if !hasVal && i+1 < len(args) && hfValueOpts[name] {
 				i++
+				val = args[i].s
+			}
+			if name == "--local-dir" {
+				localDir = val
 			}
 		case repo == "":
 			repo = args[i].s
+		default:
+			files = append(files, args[i].s)
 		}
 	}
-	if repo == "" || revSet && isCommit(rev) {
+	if repo == "" {
+		return
+	}
+	// Files fetched into a local directory can be run later: track them.
+	for _, f := range files {
+		if localDir != "" && !strings.ContainsAny(f, "*?[") {
+			sc.record(&download{file: path.Join(localDir, f), url: "the Hugging Face repository " + repo, line: ln, noData: true, verified: revSet && isCommit(rev)})
+		}
+	}
+	if dynRev || revSet && isCommit(rev) {
 		return
 	}
 	msg := fmt.Sprintf("download of %q takes the main branch, which the repository owner can change at any time; pin the commit: --revision <40-hex commit>", repo)
@@ -459,6 +452,103 @@ func (sc *shellScan) hfDownload(args []arg, ln int) {
 		msg = fmt.Sprintf("download of %q uses --revision %q, a branch or tag that can move; pin the commit: --revision <40-hex commit>", repo, rev)
 	}
 	sc.r.add(ruleHFRevision, ln, repo, msg)
+}
+
+// cloudValueOpts are options of the cloud copy tools that take a value.
+var cloudValueOpts = map[string]bool{
+	"--profile": true, "--region": true, "--endpoint-url": true, "--exclude": true, "--include": true,
+	"--bucket": true, "--key": true, "--version-id": true, "--range": true, "--sse-c": true, "--sse-c-key": true,
+	"--request-payer": true, "--expected-bucket-owner": true, "--checksum-mode": true, "--part-number": true,
+	"--config": true, "--transfers": true, "--checkers": true, "--log-level": true, "--project": true,
+	"--billing-project": true, "--impersonate-service-account": true, "-h": true, "-o": true, "--log-file": true,
+	"--include-pattern": true, "--exclude-pattern": true, "--from-to": true, "--block-size-mb": true, "--cap-mbps": true,
+}
+
+// cloudCopy records files fetched from object storage (aws s3 cp, aws
+// s3api get-object, gsutil cp, gcloud storage cp, rclone copy/copyto,
+// azcopy copy, s5cmd cp, mc cp): running one later without a checksum is
+// download-exec, as for curl. They are not judged as data downloads: the
+// bucket is usually the project's own.
+func (sc *shellScan) cloudCopy(p string, args []arg, ln int) {
+	var rest []arg
+	switch {
+	case p == "aws" && len(args) > 2 && args[0].s == "s3" && (args[1].s == "cp" || args[1].s == "mv"):
+		rest = args[2:]
+	case p == "aws" && len(args) > 2 && args[0].s == "s3api" && args[1].s == "get-object":
+		var bucket, key string
+		var pos []arg
+		for i := 2; i < len(args); i++ {
+			name, val, hasVal := strings.Cut(args[i].s, "=")
+			if strings.HasPrefix(name, "--") {
+				if cloudValueOpts[name] && !hasVal && i+1 < len(args) {
+					i++
+					val = args[i].s
+				}
+				switch name {
+				case "--bucket":
+					bucket = val
+				case "--key":
+					key = val
+				}
+				continue
+			}
+			pos = append(pos, args[i])
+		}
+		if len(pos) > 0 && !pos[len(pos)-1].dyn {
+			sc.record(&download{file: pos[len(pos)-1].s, url: "s3://" + bucket + "/" + key, line: ln, noData: true})
+		}
+		return
+	case p == "gsutil":
+		args = skipOpts(args, "o", "h", "u")
+		if len(args) > 0 && (args[0].s == "cp" || args[0].s == "mv") {
+			rest = args[1:]
+		}
+	case p == "gcloud" && len(args) > 2 && args[0].s == "storage" && (args[1].s == "cp" || args[1].s == "mv"):
+		rest = args[2:]
+	case p == "gcloud" && len(args) > 3 && args[0].s == "alpha" && args[1].s == "storage" && args[2].s == "cp":
+		rest = args[3:]
+	case (p == "rclone" || p == "azcopy" || p == "s5cmd" || p == "mc") && len(args) > 1:
+		switch args[0].s {
+		case "copy", "copyto", "cp", "move", "moveto", "mv", "sync":
+			rest = args[1:]
+		}
+	}
+	var pos []arg
+	for i := 0; i < len(rest); i++ {
+		name, _, hasVal := strings.Cut(rest[i].s, "=")
+		if strings.HasPrefix(name, "-") {
+			if cloudValueOpts[name] && !hasVal {
+				i++
+			}
+			continue
+		}
+		pos = append(pos, rest[i])
+	}
+	if len(pos) < 2 {
+		return
+	}
+	src, dst := pos[0], pos[len(pos)-1]
+	if dst.dyn || !remoteObject(p, src.s) || remoteObject(p, dst.s) {
+		return
+	}
+	file := dst.s
+	if strings.HasSuffix(file, "/") || file == "." || p == "rclone" && rest != nil && args[0].s == "copy" {
+		file = path.Join(file, path.Base(src.s))
+	}
+	sc.record(&download{file: file, url: src.s, line: ln, noData: true})
+}
+
+// remoteObject reports an object storage URL (s3://, gs://, https://,
+// rclone's remote:path).
+func remoteObject(p, s string) bool {
+	if strings.Contains(s, "://") {
+		return true
+	}
+	if p == "rclone" {
+		r, _, ok := strings.Cut(s, ":")
+		return ok && r != "" && !strings.ContainsAny(r, "/.")
+	}
+	return false
 }
 
 var hfValueOpts = map[string]bool{
@@ -573,7 +663,7 @@ func (st *shellState) finish() {
 		c.r.add(ruleGitCloneUnpinned, c.line, c.url, fmt.Sprintf("git clone %s checks out %s and no checkout of a full commit follows; pin it: git -C %s checkout <40-hex commit> (or git clone --revision=<commit>)", c.url, what, c.dir))
 	}
 	for _, d := range st.downloads {
-		if !d.data || d.verified || d.executed {
+		if !d.data || d.noData || d.verified || d.executed {
 			continue
 		}
 		d.r.add(ruleDownloadNoChecksum, d.line, d.url, fmt.Sprintf("%s is downloaded to %s and never verified: a replaced checkpoint, dataset or archive goes unnoticed (pickled weights run code on load); verify it: echo '<sha256>  %s' | sha256sum -c -", d.url, d.file, d.file))

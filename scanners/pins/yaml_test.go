@@ -111,7 +111,7 @@ build:
 			[]string{"image-latest@7", "image-not-digest@10", "image-not-digest@24", "image-latest@43"}},
 		{"ray", "ray.yml", ray, []string{"image-not-digest@8"}},
 		{"github actions", ".github/workflows/ci.yml", gha,
-			[]string{"image-not-digest@6", "image-not-digest@9", "action-not-sha@11", "image-not-digest@14", "curl-pipe-shell@17", "action-not-sha@19"}},
+			[]string{"image-not-digest@6", "image-not-digest@9", "action-not-sha@11", "image-not-digest@14", "requirements-not-in-target@16", "curl-pipe-shell@17", "action-not-sha@19"}},
 		{"gitlab", ".gitlab-ci.yml", gitlab,
 			[]string{"image-not-digest@3", "image-not-digest@5", "pip-unpinned@10", "image-variable@13", "pip-unpinned@14"}},
 		{"compose", "docker-compose.yml", compose, []string{"image-latest@3"}},
