@@ -28,6 +28,10 @@ type HostFacts struct {
 	// ContainerToolkitMode is "legacy" (default) or "cdi"; in cdi mode
 	// NVIDIA_REQUIRE_* is not evaluated.
 	ContainerToolkitMode string `json:"container_toolkit_mode,omitempty" yaml:"container_toolkit_mode,omitempty"`
+	// ContainerToolkitVersion is the NVIDIA Container Toolkit's version
+	// ("1.17.8", as `nvidia-ctk --version` prints it, else
+	// `nvidia-container-cli --version`); the vulns check judges it.
+	ContainerToolkitVersion string `json:"container_toolkit_version,omitempty" yaml:"container_toolkit_version,omitempty"`
 }
 
 // GPU is one physical GPU. A MIG-enabled GPU is listed once: its MIG devices
@@ -112,6 +116,10 @@ func (h *HostFacts) Normalize() error {
 	}
 	if !isVersion(h.DriverVersion) {
 		return fmt.Errorf("host facts: driver_version %q is not a version like 550.54.15", h.DriverVersion)
+	}
+	h.ContainerToolkitVersion = strings.TrimSpace(h.ContainerToolkitVersion)
+	if v := h.ContainerToolkitVersion; v != "" && !toolkitVersionRe.MatchString(v) {
+		return fmt.Errorf("host facts: container_toolkit_version %q is not a version like 1.17.8", v)
 	}
 	if h.CUDADriverVersion != "" && !isVersion(h.CUDADriverVersion) {
 		return fmt.Errorf("host facts: cuda_driver_version %q is not a version like 12.4", h.CUDADriverVersion)

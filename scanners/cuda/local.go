@@ -30,7 +30,49 @@ func LocalHost(ctx context.Context) (HostFacts, error) {
 	if b, err := os.ReadFile(toolkitConfig); err == nil && ToolkitModeCDI(b) {
 		h.ContainerToolkitMode = ModeCDI
 	}
+	h.ContainerToolkitVersion = toolkitVersion(ctx, runCommand)
 	return h, nil
+}
+
+// runCommand runs a program of the host and returns its standard output.
+func runCommand(ctx context.Context, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return exec.CommandContext(ctx, name, args...).Output()
+}
+
+// toolkitVersion asks the NVIDIA Container Toolkit for its version:
+// `nvidia-ctk --version`, else `nvidia-container-cli --version` (hosts
+// with only libnvidia-container). "" when neither answers.
+func toolkitVersion(ctx context.Context, run func(ctx context.Context, name string, args ...string) ([]byte, error)) string {
+	if out, err := run(ctx, "nvidia-ctk", "--version"); err == nil {
+		if v := ParseToolkitVersion(out); v != "" {
+			return v
+		}
+	}
+	if out, err := run(ctx, "nvidia-container-cli", "--version"); err == nil {
+		return ParseToolkitVersion(out)
+	}
+	return ""
+}
+
+// "NVIDIA Container Toolkit CLI version 1.17.8" (nvidia-ctk), or
+// "cli-version: 1.17.8" / "version: 1.17.8" (nvidia-container-cli).
+var (
+	ctkVersionRe     = regexp.MustCompile(`(?m)^NVIDIA Container Toolkit CLI version\s+(\S+)`)
+	cliVersionRe     = regexp.MustCompile(`(?m)^(?:cli-version|version):\s*(\S+)`)
+	toolkitVersionRe = regexp.MustCompile(`^[0-9]+(\.[0-9]+)+([~.+-][0-9A-Za-z.~+-]*)?$`)
+)
+
+// ParseToolkitVersion reads the version from `nvidia-ctk --version` or
+// `nvidia-container-cli --version`; "" when there is none.
+func ParseToolkitVersion(out []byte) string {
+	for _, re := range []*regexp.Regexp{ctkVersionRe, cliVersionRe} {
+		if m := re.FindSubmatch(out); m != nil && len(m[1]) <= 64 && toolkitVersionRe.Match(m[1]) {
+			return string(m[1])
+		}
+	}
+	return ""
 }
 
 // toolkitConfig is the NVIDIA container runtime's configuration.

@@ -85,6 +85,9 @@ func writeHost(w io.Writer, h cuda.HostFacts, format string) error {
 	default:
 		var sb strings.Builder
 		fmt.Fprintf(&sb, "OS:      %s\nDriver:  %s\nCUDA:    %s\n", h.OS, h.DriverVersion, orDash(h.CUDADriverVersion))
+		if h.ContainerToolkitVersion != "" {
+			fmt.Fprintf(&sb, "Toolkit: %s (%s mode)\n", h.ContainerToolkitVersion, h.ContainerToolkitMode)
+		}
 		for i, g := range h.GPUs {
 			mig := ""
 			if g.MIG {
