@@ -23,6 +23,7 @@ const (
 	CheckSignatures = "signatures"
 	CheckCUDA       = "cuda"
 	CheckMisconfig  = "misconfig"
+	CheckVulns      = "vulns"
 )
 
 // TargetKind says what a target is. The values are part of the JSON report.
