@@ -123,3 +123,89 @@ func TestModelDownloads(t *testing.T) {
 		{"hf download pinned", "a.sh", "hf download org/model --revision 0123456789abcdef0123456789abcdef01234567 --local-dir /m\n", nil},
 	})
 }
+
+func TestGitHubActionsConstructs(t *testing.T) {
+	wf := `on: push
+jobs:
+  a:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: |
+          actions/checkout@` + commit + `
+      - uses: $/.github/actions/hello
+      - uses: ./.github/actions/local
+      - uses: actions/setup-go@v5
+  cond:
+    runs-on: ubuntu-latest
+    services:
+      redis:
+        image: ${{ inputs.use-redis == 'true' && 'redis@sha256:0123' || '' }}
+      pg:
+        image: ${{ inputs.use-pg == 'true' && 'postgres:16' || '' }}
+      other:
+        image: ${{ inputs.image || vars.DEFAULT_IMAGE }}
+    steps: [{run: "true"}]
+  matrix:
+    runs-on: ubuntu-latest
+    container:
+      image: ${{ matrix.image }}
+    strategy:
+      matrix:
+        image: ["ubuntu:24.04", "ubuntu@` + digest + `"]
+        include:
+          - image: debian
+          - other: x
+    steps: [{run: "true"}]
+  empty:
+    runs-on: ubuntu-latest
+    container: ${{ matrix.container }}
+    strategy:
+      matrix:
+        container: ['']
+        include:
+          - container: python
+    steps: [{run: "true"}]
+  reuse:
+    uses: org/repo/.github/workflows/build.yml@v1
+  reuse-local:
+    uses: ./.github/workflows/local.yml
+  win:
+    runs-on: windows-latest
+    steps:
+      - run: iwr https://e.test/i.ps1 | iex
+      - shell: bash
+        run: curl -fsSL https://e.test/i.sh | bash
+      - shell: cmd
+        run: curl -fsSL https://e.test/i.sh | bash
+`
+	action := `name: docker action
+runs:
+  using: docker
+  image: docker://ghcr.io/o/linter:slim-v8.5.0
+`
+	localAction := `runs:
+  using: docker
+  image: Dockerfile
+`
+	composite := `runs:
+  using: composite
+  steps:
+    - uses: asdf-vm/actions/setup@v3
+    - uses: actions/cache@` + commit + `
+    - run: pip install wandb
+      shell: bash
+`
+	checkCases(t, []tcase{
+		{"workflow", ".github/workflows/ci.yml", wf, []string{
+			"action-not-sha@10",
+			"image-not-digest@17", "image-variable@19",
+			"image-not-digest@27", "image-latest@29",
+			"image-latest@39",
+			"action-not-sha@42",
+			"curl-pipe-shell@48", "curl-pipe-shell@50",
+		}},
+		{"docker action", "action.yml", action, []string{"image-not-digest@4"}},
+		{"local docker action", "sub/action.yaml", localAction, nil},
+		{"composite action", "action.yml", composite, []string{"action-not-sha@4", "pip-unpinned@6"}},
+	})
+}
