@@ -379,7 +379,7 @@ var ghMatrixRef = regexp.MustCompile(`\bmatrix(?:\.([A-Za-z_][A-Za-z0-9_-]*)|\[\
 // ghImage judges a job or service container image. A value that is an
 // expression is judged by what it can be: the matrix values it names, at
 // the lines they are written, and the string literals in it
-// (${{ cond && 'img@sha256:…' || '' }}); anything else (inputs, vars) is
+// (${{ cond && 'img@sha256:…' || ” }}); anything else (inputs, vars) is
 // a variable.
 func (y *yamlScan) ghImage(n *yaml.Node, what string, ctx ghContext) {
 	n = deref(n)
