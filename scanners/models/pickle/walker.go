@@ -24,6 +24,7 @@ package pickle
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -34,7 +35,8 @@ import (
 
 // Limits bound what one walk may hold in memory.
 type Limits struct {
-	// MaxMemo is the most memo entries kept (default 1<<22).
+	// MaxMemo is the most memo entries kept (default 1<<20, about 100 MiB at
+	// most); entries past it are dropped and the walk goes on.
 	MaxMemo int
 	// MaxStack is the deepest the stack may grow (default 1<<20).
 	MaxStack int
@@ -61,7 +63,7 @@ func (l Limits) withDefaults() Limits {
 			*v = d
 		}
 	}
-	def(&l.MaxMemo, 1<<22)
+	def(&l.MaxMemo, 1<<20)
 	def(&l.MaxStack, 1<<20)
 	def(&l.MaxString, 1<<20)
 	def(&l.MaxLine, 64<<10)
@@ -132,6 +134,9 @@ type Result struct {
 	PersIDs int
 	// StringsTruncated is set when strings were dropped from Strings.
 	StringsTruncated bool
+	// Limited is set when a structural limit (stack, marks, memo) was
+	// reached: what was past it was dropped, but every opcode was walked.
+	Limited bool
 	// Storages are PyTorch persistent ids ('storage', type, key, location,
 	// numel, ...), at most 1<<20.
 	Storages []Storage
@@ -175,6 +180,8 @@ type Walker struct {
 	opEnd   int64 // end of the current opcode's own bytes, before any hook reads on
 	proto   int
 	stopped bool
+	// stackOver, marksOver, memoOver: the limit was reached in this stream.
+	stackOver, marksOver, memoOver bool
 }
 
 // Kind is the kind of a symbolic value.
@@ -222,6 +229,9 @@ type Value struct {
 // placeholders (their contents dropped), so that a pickle of millions of
 // objects costs memory for its strings, not for every object.
 const leanMemo = 1 << 16
+
+// leanString is how much of a string memoised past leanMemo is kept.
+const leanString = 256
 
 var opaque = map[Kind]*Value{
 	KDict:  {Kind: KDict, Global: -1, frozen: true},
@@ -358,21 +368,34 @@ func (w *Walker) ReadByte() (byte, error) {
 	return b, err
 }
 
-// resync scans forward (at most 64 KiB) for a byte that can start a new
-// protocol 2+ stream and positions the reader there.
+// resync scans forward, to the end of the input if need be, for bytes that
+// can start a new protocol 2+ stream and positions the reader there, so that
+// a payload placed after any amount of garbage is still walked.
 func (w *Walker) resync() bool {
-	for i := 0; i < 64<<10; i++ {
-		b, err := w.r.Peek(2)
+	for {
+		buf, err := w.r.Peek(w.r.Size())
+		if len(buf) < 2 {
+			return false
+		}
+		for i := 0; i+1 < len(buf); i++ {
+			i0 := bytes.IndexByte(buf[i:], 0x80)
+			if i0 < 0 || i+i0+1 >= len(buf) {
+				break
+			}
+			i += i0
+			if buf[i+1] >= 2 && buf[i+1] <= 5 {
+				w.r.Discard(i)
+				w.pos += int64(i)
+				return true
+			}
+		}
+		// Keep the last byte: it may be the 0x80 of a pair cut by the buffer.
+		d, _ := w.r.Discard(len(buf) - 1)
+		w.pos += int64(d)
 		if err != nil {
 			return false
 		}
-		if b[0] == 0x80 && b[1] >= 2 && b[1] <= 5 {
-			return true
-		}
-		w.r.Discard(1)
-		w.pos++
 	}
-	return false
 }
 
 var errStop = errors.New("stop")
@@ -393,6 +416,7 @@ func (w *Walker) stream() bool {
 	w.frameAt = -1
 	w.proto = 0
 	w.stopped = false
+	w.stackOver, w.marksOver, w.memoOver = false, false, false
 	first := true
 	for {
 		off := w.pos
@@ -434,12 +458,30 @@ func (w *Walker) stream() bool {
 	}
 }
 
+// push puts v on the stack. At MaxStack the bottom half of the stack is
+// dropped and the walk goes on (a limit is recorded once per stream), so that
+// an import and its call after a deliberately deep stack are still seen.
 func (w *Walker) push(v *Value) error {
 	if len(w.stack) >= w.lim.MaxStack {
-		return fmt.Errorf("stack deeper than %d entries", w.lim.MaxStack)
+		w.overLimit(&w.stackOver, "stack deeper than %d entries: the bottom of the stack was dropped, the opcodes after it still walked", w.lim.MaxStack)
+		n := len(w.stack) / 2
+		w.stack = w.stack[:copy(w.stack, w.stack[n:])]
+		for i := range w.marks {
+			w.marks[i] = max(0, w.marks[i]-n)
+		}
 	}
 	w.stack = append(w.stack, v)
 	return nil
+}
+
+// overLimit records a structural limit once per stream.
+func (w *Walker) overLimit(seen *bool, format string, args ...any) {
+	if *seen {
+		return
+	}
+	*seen = true
+	w.res.Limited = true
+	w.problem(Malformed, w.pos-1, format, args...)
 }
 
 // pop never fails: an underflow is recorded and an unknown value returned,
@@ -659,13 +701,20 @@ func (m *memo) put(k uint64, v *Value) {
 func (w *Walker) memoPut(off int64, key uint64, v *Value) error {
 	if w.memo.len() >= w.lim.MaxMemo {
 		if _, ok := w.memo.get(key); !ok {
-			return fmt.Errorf("memo larger than %d entries", w.lim.MaxMemo)
+			w.overLimit(&w.memoOver, "memo larger than %d entries: entries past it were dropped, the opcodes after it still walked", w.lim.MaxMemo)
+			return nil
 		}
 	}
 	if w.memo.len() >= leanMemo {
 		switch v.Kind {
 		case KDict, KList, KSet, KTuple:
 			v = opaque[v.Kind]
+		case KStr, KBytes:
+			// Long strings are only ever compared as module and attribute
+			// names (STACK_GLOBAL operands) or sniffed: keep their head.
+			if len(v.Str) > leanString {
+				v = &Value{Kind: v.Kind, Str: strings.Clone(v.Str[:leanString]), Global: -1}
+			}
 		case KObject:
 			// Keep small argument tuples (numpy.dtype('f8', False, True),
 			// which joblib arrays refer back to), drop the rest.
@@ -722,7 +771,8 @@ func (w *Walker) step(op byte, off int64, first bool) error {
 		return errStop
 	case '(': // MARK
 		if len(w.marks) >= w.lim.MaxStack {
-			return fmt.Errorf("more than %d nested MARKs", w.lim.MaxStack)
+			w.overLimit(&w.marksOver, "more than %d nested MARKs: the oldest were dropped, the opcodes after them still walked", w.lim.MaxStack)
+			w.marks = w.marks[:copy(w.marks, w.marks[len(w.marks)/2:])]
 		}
 		w.marks = append(w.marks, len(w.stack))
 	case '0': // POP

@@ -189,3 +189,30 @@ func BenchmarkWalk10K(b *testing.B) {
 	defer func() { benchN = 1_000_000 }()
 	BenchmarkWalk1M(b)
 }
+
+// TestPastLimits: an import placed after a structural limit (1,048,576
+// MARKs, a stack or memo filled to its limit) or after more than 64 KiB of
+// garbage is still found (issue 15: posix.system after the MARK limit was
+// never reported).
+func TestPastLimits(t *testing.T) {
+	call := "cposix\nsystem\n(S'true'\ntR."
+	cases := map[string]string{
+		"marks":   "\x80\x02" + strings.Repeat("(", 1<<20+10) + call,
+		"stack":   "\x80\x02" + strings.Repeat("N", 1<<20+10) + call,
+		"memo":    "\x80\x04" + "N" + strings.Repeat("\x94", 1<<20+10) + call,
+		"garbage": "\x80\x02N.\xff" + strings.Repeat("\xff", 200<<10) + "\x80\x02" + call,
+	}
+	for name, data := range cases {
+		r := Walk(strings.NewReader(data), Limits{})
+		found := false
+		for _, g := range r.Globals {
+			found = found || g.Module == "posix" && g.Name == "system" && len(g.Calls) > 0
+		}
+		if !found {
+			t.Errorf("%s: posix.system not found: %+v %+v", name, r.Globals, r.Problems)
+		}
+		if name != "garbage" && (!r.Limited || len(r.Problems) == 0) {
+			t.Errorf("%s: limit not reported: %+v", name, r.Problems)
+		}
+	}
+}
