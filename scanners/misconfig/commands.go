@@ -18,6 +18,11 @@ type cmdLine struct {
 	line  int
 	words []string
 	note  string // where it came from, when not a file line (image config)
+	// scripts are the words as inner scripts (sh -c WORD), with the lines
+	// the parser joined kept, and wlines the lines they start on; both
+	// only for commands parsed as shell.
+	scripts []string
+	wlines  []int
 }
 
 // maxNesting bounds how deep "bash -c '...'" strings are parsed again.
@@ -29,6 +34,12 @@ const maxNesting = 3
 // is still checked, and so is one that nests too deeply for the recursive
 // parser (shdepth.Check: a stack overflow would kill the process).
 func shellCommands(data []byte, depth int) []cmdLine {
+	return shellCommandsEnv(data, depth, map[string]string{})
+}
+
+// shellCommandsEnv is shellCommands with the values of variables that name
+// the node's address (HOST=$(hostname -i)), which later words use.
+func shellCommandsEnv(data []byte, depth int, env map[string]string) []cmdLine {
 	if _, ok := shdepth.Check(data); !ok {
 		return textCommands(data)
 	}
@@ -42,18 +53,26 @@ func shellCommands(data []byte, depth int) []cmdLine {
 		case *syntax.CallExpr:
 			cl := cmdLine{line: int(n.Pos().Line())}
 			for _, as := range n.Assigns {
-				cl.words = append(cl.words, assignWord(as))
+				cl.words = append(cl.words, assignWord(as, env))
+				cl.scripts = append(cl.scripts, "")
+				cl.wlines = append(cl.wlines, 0)
 			}
 			for _, w := range n.Args {
-				cl.words = append(cl.words, wordString(w))
+				cl.words = append(cl.words, wordString(w, env))
+				cl.scripts = append(cl.scripts, scriptString(w, env))
+				cl.wlines = append(cl.wlines, int(w.Pos().Line()))
+			}
+			if len(n.Args) == 0 {
+				remember(env, n.Assigns)
 			}
 			out = append(out, cl)
-			out = append(out, nested(cl, depth)...)
+			out = append(out, nested(cl, depth, env)...)
 		case *syntax.DeclClause:
 			cl := cmdLine{line: int(n.Pos().Line())}
 			for _, as := range n.Args {
-				cl.words = append(cl.words, assignWord(as))
+				cl.words = append(cl.words, assignWord(as, env))
 			}
+			remember(env, n.Args)
 			out = append(out, cl)
 		}
 		return true
@@ -61,69 +80,138 @@ func shellCommands(data []byte, depth int) []cmdLine {
 	return out
 }
 
+// remember keeps the assignments whose value is the node's address.
+func remember(env map[string]string, assigns []*syntax.Assign) {
+	for _, as := range assigns {
+		if as.Name == nil {
+			continue
+		}
+		v := ""
+		if as.Value != nil {
+			v = wordString(as.Value, env)
+		}
+		if nodeAddress(v) {
+			env[as.Name.Value] = v
+		} else {
+			delete(env, as.Name.Value)
+		}
+	}
+}
+
 // nested parses words that are themselves scripts ("bash -c '…'",
-// "srun --wrap='…'") as shell, at the line of the outer command.
-func nested(cl cmdLine, depth int) []cmdLine {
+// "srun --wrap='…'") as shell, each inner line at its line in the file.
+func nested(cl cmdLine, depth int, env map[string]string) []cmdLine {
 	if depth >= maxNesting {
 		return nil
 	}
 	var out []cmdLine
-	for _, w := range cl.words {
+	for i, w := range cl.words {
+		first := cl.line
+		if i < len(cl.scripts) && cl.scripts[i] != "" {
+			w, first = cl.scripts[i], cl.wlines[i]
+		}
 		if _, v, ok := strings.Cut(w, "--wrap="); ok && strings.HasPrefix(w, "--wrap=") {
 			w = v
 		}
 		if !strings.ContainsAny(w, " \t\n") {
 			continue
 		}
-		for _, in := range shellCommands([]byte(w), depth+1) {
-			in.line = cl.line
+		for _, in := range shellCommandsEnv([]byte(w), depth+1, env) {
+			in.line = first + in.line - 1
+			in.scripts, in.wlines = nil, nil
 			out = append(out, in)
 		}
 	}
 	return out
 }
 
-func assignWord(as *syntax.Assign) string {
+func assignWord(as *syntax.Assign, env map[string]string) string {
 	if as.Name == nil {
 		return ""
 	}
 	v := ""
 	if as.Value != nil {
-		v = wordString(as.Value)
+		v = wordString(as.Value, env)
 	}
 	return as.Name.Value + "=" + v
 }
 
 // wordString renders a shell word with quotes removed. Expansions are kept as
 // written ("${TOKEN}"), so a value that comes from a variable never looks
-// empty.
-func wordString(w *syntax.Word) string {
+// empty; a variable that holds the node's address (env) is replaced by it,
+// and a short command substitution is kept as written ("$(hostname -i)").
+func wordString(w *syntax.Word, env map[string]string) string {
 	var b strings.Builder
-	writeParts(&b, w.Parts)
+	writeParts(&b, w.Parts, env, nil)
 	return b.String()
 }
 
-func writeParts(b *strings.Builder, parts []syntax.WordPart) {
+// scriptString is wordString for a word that is itself a script: the
+// backslash-newlines the parser dropped come back, so that the inner
+// script's lines are the file's.
+func scriptString(w *syntax.Word, env map[string]string) string {
+	if w.Pos().Line() == w.End().Line() {
+		return ""
+	}
+	var b strings.Builder
+	var last uint
+	writeParts(&b, w.Parts, env, &last)
+	return b.String()
+}
+
+func writeParts(b *strings.Builder, parts []syntax.WordPart, env map[string]string, last *uint) {
 	for _, p := range parts {
+		if last != nil {
+			if l := p.Pos().Line(); *last > 0 && l > *last {
+				b.WriteString(strings.Repeat("\\\n", int(l-*last)))
+			}
+			*last = p.End().Line()
+		}
 		switch p := p.(type) {
 		case *syntax.Lit:
 			b.WriteString(p.Value)
 		case *syntax.SglQuoted:
 			b.WriteString(p.Value)
 		case *syntax.DblQuoted:
-			writeParts(b, p.Parts)
+			if last != nil {
+				*last = p.Pos().Line()
+			}
+			writeParts(b, p.Parts, env, last)
+			if last != nil {
+				*last = p.End().Line()
+			}
 		case *syntax.ParamExp:
+			if p.Param != nil && p.Exp == nil && env[p.Param.Value] != "" {
+				b.WriteString(env[p.Param.Value])
+				continue
+			}
 			b.WriteString("${")
 			if p.Param != nil {
 				b.WriteString(p.Param.Value)
 			}
 			b.WriteString("}")
 		case *syntax.CmdSubst:
-			b.WriteString("$(…)")
+			b.WriteString(cmdSubstString(p))
+			if last != nil {
+				b.WriteString(strings.Repeat("\n", int(p.End().Line()-p.Pos().Line())))
+			}
 		default:
 			b.WriteString("…")
 		}
 	}
+}
+
+// cmdSubstString renders a one-line command substitution as written
+// ("$(hostname -i)") and any other as "$(…)".
+func cmdSubstString(c *syntax.CmdSubst) string {
+	if len(c.Stmts) != 1 || c.Pos().Line() != c.End().Line() {
+		return "$(…)"
+	}
+	var b bytes.Buffer
+	if err := syntax.NewPrinter(syntax.SingleLine(true)).Print(&b, c.Stmts[0]); err != nil || b.Len() > 200 {
+		return "$(…)"
+	}
+	return "$(" + strings.TrimSpace(b.String()) + ")"
 }
 
 // dockerfileCommands reads RUN, CMD and ENTRYPOINT instructions with
@@ -146,7 +234,7 @@ func dockerfileCommands(data []byte) []cmdLine {
 				cl.words = append(cl.words, a.Value)
 			}
 			out = append(out, cl)
-			out = append(out, nested(cl, 0)...)
+			out = append(out, nested(cl, 0, map[string]string{})...)
 			continue
 		}
 		var body strings.Builder
@@ -254,7 +342,7 @@ func imageCommands(data []byte) []cmdLine {
 	start.words = append(start.words, cfg.Config.Entrypoint...)
 	start.words = append(start.words, cfg.Config.Cmd...)
 	out = append(out, start)
-	out = append(out, nested(start, 0)...)
+	out = append(out, nested(start, 0, map[string]string{})...)
 	for i, h := range cfg.History {
 		cb := strings.TrimSpace(h.CreatedBy)
 		cb = strings.TrimPrefix(cb, "/bin/sh -c ")

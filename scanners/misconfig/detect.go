@@ -3,6 +3,7 @@ package misconfig
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"path"
 	"regexp"
 	"strings"
@@ -88,6 +89,43 @@ func allInterfaces(v string) bool {
 		return true
 	}
 	return false
+}
+
+// nodeVars are variables that hold the node's own name or address.
+var nodeVars = []string{"${HOSTNAME}", "${SLURMD_NODENAME}", "${SLURM_LAUNCH_NODE_IPADDR}", "${SLURM_TOPOLOGY_ADDR}"}
+
+// nodeAddress reports a bind address that is the node's own, reachable
+// from the whole cluster network: $(hostname -i), $(hostname), $HOSTNAME,
+// $SLURMD_NODENAME, $(ip …), or a literal address that is not loopback.
+func nodeAddress(v string) bool {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return false
+	}
+	for _, s := range []string{"$(hostname", "`hostname", "$(ip ", "$(ifconfig", "$(getent hosts"} {
+		if strings.Contains(v, s) {
+			return true
+		}
+	}
+	for _, n := range nodeVars {
+		if v == n {
+			return true
+		}
+	}
+	ip := net.ParseIP(strings.Trim(v, "[]"))
+	return ip != nil && !ip.IsLoopback() && !ip.IsUnspecified()
+}
+
+// bindDesc says how an address exposes a server; shown is how the
+// setting is written (--bind_all, GRADIO_SERVER_NAME=0.0.0.0).
+// prep is "on" or "to".
+func bindDesc(prep, v string) string { return bindDescAs(prep, v, v) }
+
+func bindDescAs(prep, addr, shown string) string {
+	if nodeAddress(addr) {
+		return prep + " the node's address (" + shown + "), which everyone on the cluster network reaches"
+	}
+	return prep + " all interfaces (" + shown + ")"
 }
 
 func prog(w string) string { return strings.ToLower(path.Base(w)) }
@@ -247,12 +285,12 @@ func (j jupyterAuth) authOff() bool {
 }
 
 func (r *run) judgeJupyter(j jupyterAuth, report func(sev scanners.Severity, msg string)) {
-	open := j.ipSet && allInterfaces(j.ip)
+	open := j.ipSet && (allInterfaces(j.ip) || nodeAddress(j.ip))
 	switch {
 	case open && j.authOff():
-		report(scanners.SeverityCritical, "Jupyter listens on all interfaces ("+j.ip+") with token and password authentication disabled: anyone who reaches the port gets a shell on the node. Bind to 127.0.0.1, keep the token on, and use an SSH tunnel")
+		report(scanners.SeverityCritical, "Jupyter listens "+bindDesc("on", j.ip)+" with token and password authentication disabled: anyone who reaches the port gets a shell on the node. Bind to 127.0.0.1, keep the token on, and use an SSH tunnel")
 	case open:
-		report(scanners.SeverityLow, "Jupyter listens on all interfaces ("+j.ip+"); authentication is on, but the server is reachable from the whole network. Bind to 127.0.0.1 and use an SSH tunnel")
+		report(scanners.SeverityLow, "Jupyter listens "+bindDesc("on", j.ip)+"; authentication is on, but the server is reachable from the whole network. Bind to 127.0.0.1 and use an SSH tunnel")
 	case j.authOff():
 		report(scanners.SeverityMedium, "Jupyter runs with token and password authentication disabled: every user who can reach the port on this node — on a shared GPU node, every other user — gets a shell as you. Keep the token on")
 	}
@@ -394,8 +432,10 @@ var serviceEnv = map[string]string{
 	"TENSORBOARD_BIND_ALL":     "TensorBoard",
 }
 
-func exposedMsg(name, addr string) string {
-	return name + " is bound to all interfaces (" + addr + "); it has weak or no authentication, so anyone on the network can use it. Bind to 127.0.0.1 and reach it through an SSH tunnel or an authenticating proxy"
+func exposedMsg(name, addr string) string { return exposedMsgAs(name, addr, addr) }
+
+func exposedMsgAs(name, addr, shown string) string {
+	return name + " is bound " + bindDescAs("to", addr, shown) + "; it has weak or no authentication, so anyone on the network can use it. Bind to 127.0.0.1 and reach it through an SSH tunnel or an authenticating proxy"
 }
 
 func (r *run) services(cl cmdLine) {
@@ -406,7 +446,7 @@ func (r *run) services(cl cmdLine) {
 		}
 		f := flags(args)
 		for _, h := range s.hosts {
-			if v, ok := f[h]; ok && allInterfaces(v) {
+			if v, ok := f[h]; ok && (allInterfaces(v) || nodeAddress(v)) {
 				r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, h+" "+v, exposedMsg(s.name, v))
 			}
 		}
@@ -425,8 +465,8 @@ func (r *run) services(cl cmdLine) {
 		if h, _, ok := strings.Cut(v, ":"); ok && k == "OLLAMA_HOST" {
 			host = h
 		}
-		if allInterfaces(host) || k == "TENSORBOARD_BIND_ALL" && v != "" && v != "0" && v != "false" {
-			r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, k+"="+v, exposedMsg(name, k+"="+v))
+		if allInterfaces(host) || nodeAddress(host) || k == "TENSORBOARD_BIND_ALL" && v != "" && v != "0" && v != "false" {
+			r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, k+"="+v, exposedMsgAs(name, host, k+"="+v))
 		}
 	}
 }

@@ -183,7 +183,7 @@ func (r *run) container8s(c *yaml.Node) {
 		}
 	}
 	r.command(cl)
-	for _, w := range nested(cl, 0) {
+	for _, w := range nested(cl, 0, map[string]string{}) {
 		r.command(w)
 	}
 }

@@ -19,7 +19,7 @@ var (
 	RuleNotebookExposed = scanners.Rule{
 		ID: "misconfig/notebook-exposed", Check: scanners.CheckMisconfig, Severity: scanners.SeverityCritical,
 		Title: "Jupyter server open to the network",
-		Why:   "A Jupyter server on all interfaces without a token or password gives anyone who can reach the port a shell on the GPU node.",
+		Why:   "A Jupyter server on all interfaces or on the node's address ($(hostname -i), $HOSTNAME) without a token or password gives anyone who can reach the port a shell on the GPU node.",
 		Fix:   "Bind to 127.0.0.1 and reach it through an SSH tunnel; keep token authentication on.",
 	}
 	RulePrivileged = scanners.Rule{
@@ -36,8 +36,8 @@ var (
 	}
 	RuleServiceExposed = scanners.Rule{
 		ID: "misconfig/service-exposed", Check: scanners.CheckMisconfig, Severity: scanners.SeverityMedium,
-		Title: "ML service bound to all interfaces",
-		Why:   "Ray dashboards, inference servers, TensorBoard, MLflow, Gradio and Streamlit have weak or no authentication; on 0.0.0.0 anyone on the network can use them, and Ray's job API runs arbitrary code.",
+		Title: "ML service bound to all interfaces or the node's address",
+		Why:   "Ray dashboards, inference servers, TensorBoard, MLflow, Gradio and Streamlit have weak or no authentication; on 0.0.0.0 or the node's own address ($(hostname -i), $HOSTNAME) anyone on the cluster network can use them, and Ray's job API runs arbitrary code.",
 		Fix:   "Bind to 127.0.0.1 and reach it through an SSH tunnel or an authenticating proxy.",
 	}
 	RuleCryptoMiner = scanners.Rule{
