@@ -114,6 +114,10 @@ var (
 		"torch.load without weights_only=True",
 		"torch.load unpickles the file: a crafted checkpoint runs code on load (weights_only defaults to True only from torch 2.6).",
 		"Pass weights_only=True, or store weights as safetensors and load them with safetensors.torch.load_file.")
+	ruleHubRevisionBranch = rule("hub-revision-branch", scanners.SeverityMedium,
+		"Hub repository scanned at a branch or tag, not a commit",
+		"A branch or tag moves: the files scanned today are not what the same name downloads tomorrow, and whoever can push to the repository chooses them.",
+		"Scan and load the commit the report names as the target's digest: hf:ORG/NAME@<40-hex commit>, from_pretrained(..., revision=\"<40-hex commit>\").")
 	ruleUnparsed = rule("unparsed", scanners.SeverityLow,
 		"File could not be parsed for pins",
 		"A file the check cannot read is a file whose dependencies nobody checked.",
@@ -128,5 +132,6 @@ var allRules = []scanners.Rule{
 	ruleCurlPipeShell, ruleDownloadExec, ruleDownloadNoChecksum, ruleGitCloneUnpinned,
 	ruleModuleUnversioned, ruleActionNotSHA,
 	ruleHFRevision, ruleTrustRemoteCode, ruleTorchHubUnpinned, ruleTorchLoadUnsafe,
+	ruleHubRevisionBranch,
 	ruleUnparsed,
 }
