@@ -245,6 +245,10 @@ func All() []Setting {
 		// Pinning.
 		{Name: "dry-run", Type: Bool, Default: "false", NoEnv: true, Commands: []string{CmdPin},
 			Help: "print a unified diff of the changes instead of writing the files"},
+		{Name: "offline", Type: Bool, Default: "false", Commands: []string{CmdPin},
+			Help: "ask no registry or forge: report each reference as not resolvable offline"},
+		{Name: "github-api", Type: String, Default: "https://api.github.com", Commands: []string{CmdPin},
+			Help: "GitHub API that resolves Actions uses: refs to commits (GitHub Enterprise: https://HOST/api/v3); token from GITHUB_TOKEN or GH_TOKEN"},
 
 		// Rules.
 		{Name: "check", Type: String, NoEnv: true, Choices: catalog.Names(), Commands: []string{CmdRules},

@@ -44,6 +44,27 @@ type RewriteResult struct {
 	Skipped []Skipped
 }
 
+// RewriteOption configures Rewrite.
+type RewriteOption func(*rewriteConfig)
+
+type rewriteConfig struct {
+	actions ActionResolver
+}
+
+// WithActions pins GitHub Actions uses: (actions and reusable workflows)
+// to the commit their tag or branch points at, asked of resolve, keeping
+// the ref as a comment: uses: owner/repo@<sha> # v4. Without it they are
+// left alone and reported as not resolvable offline.
+func WithActions(resolve ActionResolver) RewriteOption {
+	return func(c *rewriteConfig) { c.actions = resolve }
+}
+
+// offlineAction is why an action is left alone without a resolver.
+const offlineAction = "cannot resolve offline: turning a tag into a commit needs the forge (GitHub's API); run mlwarden pin without --offline, or pin it by hand: uses: owner/repo@<40-hex sha> # tag"
+
+// offlineImage is why an image is left alone without a resolver.
+const offlineImage = "cannot resolve offline: turning a tag into a digest needs the registry; run mlwarden pin without --offline, or pin it by hand: name:tag@sha256:<digest>"
+
 // ErrNotRewritable is returned for a file whose kind Rewrite does not know.
 var ErrNotRewritable = errors.New("not a Dockerfile, sbatch or shell script, Kubernetes/Compose manifest, CI workflow or Apptainer definition")
 
@@ -55,7 +76,14 @@ var ErrNotRewritable = errors.New("not a Dockerfile, sbatch or shell script, Kub
 // consumer accepts no tag beside a digest (Enroot/Pyxis, Apptainer), where it
 // becomes name@sha256:…. References built from variables are pinned at
 // their literal assignment when there is one, and otherwise skipped.
-func Rewrite(ctx context.Context, filename string, data []byte, resolve Resolver) (*RewriteResult, error) {
+//
+// A nil resolve leaves images alone, each reported in Skipped as not
+// resolvable offline; a resolver returning ErrOffline does the same.
+func Rewrite(ctx context.Context, filename string, data []byte, resolve Resolver, opts ...RewriteOption) (*RewriteResult, error) {
+	var cfg rewriteConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	sites, skipped, err := imageSites(filename, data)
 	if err != nil {
 		return nil, err
@@ -67,8 +95,24 @@ func Rewrite(ctx context.Context, filename string, data []byte, resolve Resolver
 	last := 0
 	var errs []error
 	for _, s := range sites {
-		if s.start < last || s.end > len(data) || string(data[s.start:s.end]) != s.written {
+		if s.start < last || s.end > len(data) || string(data[s.start:s.end]) != s.written+s.tail {
 			continue // overlapping or stale: never edit what we did not read
+		}
+		if s.action {
+			pinned, skip, err := pinAction(ctx, cfg.actions, s)
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("line %d: resolve %s@%s: %w", s.line, s.actName, s.actRef, err))
+				continue
+			case skip != "":
+				res.Skipped = append(res.Skipped, Skipped{Line: s.line, Ref: s.written, Reason: skip})
+				continue
+			}
+			out.Write(data[last:s.start])
+			out.WriteString(pinned)
+			last = s.end
+			res.Edits = append(res.Edits, Edit{Line: s.line, Old: s.written, New: strings.TrimSpace(strings.SplitN(pinned, "\n", 2)[0])})
+			continue
 		}
 		docker := s.written
 		if s.pyxis {
@@ -81,7 +125,15 @@ func Rewrite(ctx context.Context, filename string, data []byte, resolve Resolver
 			res.Skipped = append(res.Skipped, Skipped{Line: s.line, Ref: s.written, Reason: fmt.Sprintf("not an image reference: %v", err)})
 			continue
 		}
+		if resolve == nil {
+			res.Skipped = append(res.Skipped, Skipped{Line: s.line, Ref: s.written, Reason: offlineImage})
+			continue
+		}
 		d, err := resolve(ctx, docker)
+		if errors.Is(err, ErrOffline) {
+			res.Skipped = append(res.Skipped, Skipped{Line: s.line, Ref: s.written, Reason: offlineImage})
+			continue
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("line %d: resolve %s: %w", s.line, docker, err))
 			continue
@@ -103,6 +155,36 @@ func Rewrite(ctx context.Context, filename string, data []byte, resolve Resolver
 	res.Data = out.Bytes()
 	slices.SortStableFunc(res.Skipped, func(a, b Skipped) int { return a.Line - b.Line })
 	return res, errors.Join(errs...)
+}
+
+// pinAction returns the pinned text of an action site (value, what
+// followed it on the line, and the ref as a comment when the line has
+// none), or why it is left alone.
+func pinAction(ctx context.Context, resolve ActionResolver, s imageSite) (pinned, skip string, err error) {
+	repo, ok := actionRepo(s.actName)
+	switch {
+	case !ok:
+		return "", "not an owner/repo action", nil
+	case s.actRef == "":
+		return "", "it names no ref to resolve; pin it by hand: uses: " + s.actName + "@<40-hex sha> # vX.Y.Z", nil
+	case resolve == nil:
+		return "", offlineAction, nil
+	}
+	sha, err := resolve(ctx, repo, s.actRef)
+	if errors.Is(err, ErrOffline) {
+		return "", offlineAction, nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	if !isHex(sha, 40) {
+		return "", "", fmt.Errorf("unexpected commit %q", sha)
+	}
+	pinned = s.actName + "@" + strings.ToLower(sha) + s.tail
+	if !strings.Contains(s.tail, "#") {
+		pinned += " # " + s.actRef
+	}
+	return pinned, "", nil
 }
 
 // dropTag removes ":tag" from a reference (Docker or Pyxis syntax).
@@ -148,6 +230,21 @@ func imageSites(filename string, data []byte) ([]imageSite, []Skipped, error) {
 			if s, ok := scalarSite(data, lines, n, prefix); ok {
 				sites = append(sites, s)
 			}
+		}
+		y.onAction = func(n *yaml.Node, name, ref string) {
+			s, ok := scalarSite(data, lines, n, "")
+			if !ok || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+				skipped = append(skipped, Skipped{Line: n.Line, Ref: strings.TrimSpace(n.Value), Reason: "it is written as a block scalar or with escapes, so it cannot be rewritten in place; pin it by hand: uses: " + name + "@<40-hex sha> # " + ref})
+				return
+			}
+			eol := bytes.IndexByte(data[s.end:], '\n')
+			if eol < 0 {
+				eol = len(data) - s.end
+			}
+			s.tail = strings.TrimRight(string(data[s.end:s.end+eol]), " \t\r")
+			s.end += len(s.tail)
+			s.action, s.actName, s.actRef = true, name, ref
+			sites = append(sites, s)
 		}
 		switch flavorOf(a) {
 		case yamlGitHub:

@@ -3,6 +3,9 @@ package pins
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -36,6 +39,9 @@ func testRewrite(t *testing.T, host, d string) {
 		{"sbatch", "train.sbatch",
 			"#!/bin/bash\n#SBATCH --container-image=\"" + H + "#ml/pytorch:24.01\"\nIMG=" + H + "#ml/base:1\nsrun --container-image \"$IMG\" python t.py\nsrun --container-image=" + H + "#ml/tool:2 \\\n  true\napptainer pull docker://" + H + "/ml/base:1\n",
 			"#!/bin/bash\n#SBATCH --container-image=\"" + H + "#ml/pytorch@" + d + "\"\nIMG=" + H + "#ml/base@" + d + "\nsrun --container-image \"$IMG\" python t.py\nsrun --container-image=" + H + "#ml/tool@" + d + " \\\n  true\napptainer pull docker://" + H + "/ml/base@" + d + "\n"},
+		{"sbatch: variable defaults", "job.sbatch",
+			"#!/bin/bash\nIMG=${IMG:-" + H + "#ml/base:1}\n: \"${J:=" + H + "#ml/tool:2}\"\nsrun --container-image=\"$IMG\" true\nsrun --container-image \"${K:-" + H + "#ml/pytorch:24.01}\" true\nsrun --container-image=\"$J\" true\n",
+			"#!/bin/bash\nIMG=${IMG:-" + H + "#ml/base@" + d + "}\n: \"${J:=" + H + "#ml/tool@" + d + "}\"\nsrun --container-image=\"$IMG\" true\nsrun --container-image \"${K:-" + H + "#ml/pytorch@" + d + "}\" true\nsrun --container-image=\"$J\" true\n"},
 		{"sbatch: the part before an unescaped '#'", "job.sbatch",
 			"#!/bin/bash\n#SBATCH -J x --container-image '" + H + "#ml/base:1'#old\n#SBATCH -N1\nsrun true\n",
 			"#!/bin/bash\n#SBATCH -J x --container-image '" + H + "#ml/base@" + d + "'#old\n#SBATCH -N1\nsrun true\n"},
@@ -115,5 +121,92 @@ func TestUnifiedDiff(t *testing.T) {
 	want := "--- a/f\n+++ b/f\n@@ -1,5 +1,5 @@\n a\n-b\n+B\n c\n d\n e\n"
 	if got := UnifiedDiff("f", []byte(old), []byte(nw)); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// fakeGitHub answers GET /repos/OWNER/REPO/commits/REF as GitHub's API does
+// with the sha media type, from refs ("owner/repo@ref" -> sha).
+func fakeGitHub(t *testing.T, refs map[string]string) (string, *int) {
+	t.Helper()
+	calls := new(int)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		*calls++
+		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/repos/"), "/")
+		if len(parts) != 4 || parts[2] != "commits" || r.Header.Get("Accept") != "application/vnd.github.sha" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		sha, ok := refs[parts[0]+"/"+parts[1]+"@"+parts[3]]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, sha)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, calls
+}
+
+func TestRewriteActions(t *testing.T) {
+	sha1 := strings.Repeat("a", 40)
+	sha2 := strings.Repeat("b", 40)
+	api, calls := fakeGitHub(t, map[string]string{"actions/checkout@v4": sha1, "org/repo@v1": sha2})
+	in := "jobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - uses: \"actions/checkout@v4\"   # keep\n      - uses: actions/setup-go@" + commit + " # v5\n      - uses: ./local\n  b:\n    uses: org/repo/.github/workflows/w.yml@v1\n"
+	want := "jobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@" + sha1 + " # v4\n      - uses: \"actions/checkout@" + sha1 + "\"   # keep\n      - uses: actions/setup-go@" + commit + " # v5\n      - uses: ./local\n  b:\n    uses: org/repo/.github/workflows/w.yml@" + sha2 + " # v1\n"
+	res, err := Rewrite(context.Background(), ".github/workflows/ci.yml", []byte(in), nil, WithActions(GitHubResolver(WithGitHubAPI(api))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Data) != want {
+		t.Errorf("got:\n%s\nwant:\n%s", res.Data, want)
+	}
+	if len(res.Edits) != 3 || *calls != 2 {
+		t.Errorf("edits %v, %d API calls (want 3 edits, 2 calls: one per ref)", res.Edits, *calls)
+	}
+	// The result scans clean for actions.
+	got, _ := scanText(t, ".github/workflows/ci.yml", string(res.Data))
+	if len(got) != 0 {
+		t.Errorf("pinned workflow still has findings %v", got)
+	}
+
+	// Offline: left alone, with the reason.
+	res, err = Rewrite(context.Background(), ".github/workflows/ci.yml", []byte(in), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Data) != in || len(res.Skipped) != 3 || !strings.Contains(res.Skipped[0].Reason, "cannot resolve offline") {
+		t.Errorf("offline: data changed or skipped %+v", res.Skipped)
+	}
+
+	// An unknown ref is an error naming the line; the others are pinned.
+	bad := "steps:\n  - uses: actions/checkout@v4\n  - uses: actions/checkout@nope\n"
+	res, err = Rewrite(context.Background(), ".github/workflows/x.yml", []byte(bad), nil, WithActions(GitHubResolver(WithGitHubAPI(api))))
+	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(string(res.Data), sha1) {
+		t.Errorf("unknown ref: err %v, data %s", err, res.Data)
+	}
+
+	// A block scalar is left alone, with the reason.
+	block := "steps:\n  - uses: |\n      actions/checkout@v4\n"
+	res, err = Rewrite(context.Background(), ".github/workflows/x.yml", []byte(block), nil, WithActions(GitHubResolver(WithGitHubAPI(api))))
+	if err != nil || len(res.Skipped) != 1 || string(res.Data) != block {
+		t.Errorf("block scalar: %v %+v", err, res.Skipped)
+	}
+}
+
+func TestRewriteScriptImagesOffline(t *testing.T) {
+	in := "#!/bin/bash\n#SBATCH --container-image=\"nvcr.io#nvidia/pytorch:24.01-py3\"\nIMG=${IMG:-nvcr.io/nvidia/nemo:24.05}\n: \"${J:=ubuntu:22.04}\"\nsrun --container-image=\"$IMG\" true\napptainer exec docker://$J true\n"
+	res, err := Rewrite(context.Background(), "job.sbatch", []byte(in), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []int
+	for _, s := range res.Skipped {
+		if !strings.Contains(s.Reason, "cannot resolve offline") {
+			t.Errorf("reason %q", s.Reason)
+		}
+		lines = append(lines, s.Line)
+	}
+	if string(res.Data) != in || len(lines) != 3 {
+		t.Errorf("skipped lines %v, want the directive and both defaults", lines)
 	}
 }

@@ -63,6 +63,11 @@ type imageSite struct {
 	// pyxis says the reference is in Enroot/Pyxis syntax; digestOnly that
 	// its consumer does not accept name:tag@digest (Enroot, Apptainer).
 	pyxis, digestOnly bool
+	// action, when set, is a GitHub Actions uses: whose range runs from
+	// the value to the end of its line (tail: what follows the value).
+	action          bool
+	actName, actRef string
+	tail            string
 }
 
 type download struct {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -18,14 +19,20 @@ const maxPinFile = 16 << 20
 func newPinCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pin FILE...",
-		Short: "Pin image references in files to digests",
+		Short: "Pin image references and GitHub Actions in files to digests and commits",
 		Long: `Rewrite the container image references in Dockerfiles, Kubernetes and Compose
-YAML, sbatch and shell scripts (#SBATCH and srun --container-image, enroot,
-apptainer, docker pull), GitHub Actions and GitLab CI workflows and Apptainer
-definitions to name:tag@sha256:<digest>, asking each image's registry for the
-digest its tag points at now. Only the references change: comments and
-formatting stay as they are. Enroot/Pyxis and Apptainer accept no tag beside a
-digest, so there the reference becomes name@sha256:<digest>.
+YAML, sbatch and shell scripts (#SBATCH and srun --container-image, variables
+and their defaults, enroot, apptainer, docker pull/run), GitHub Actions and
+GitLab CI workflows (strategy.matrix values too) and Apptainer definitions to
+name:tag@sha256:<digest>, asking each image's registry for the digest its tag
+points at now. Only the references change: comments and formatting stay as
+they are. Enroot/Pyxis and Apptainer accept no tag beside a digest, so there
+the reference becomes name@sha256:<digest>.
+
+GitHub Actions uses: (actions and reusable workflows) become
+owner/repo@<40-hex commit> # <tag>, asking GitHub's API (--github-api; a token
+from GITHUB_TOKEN or GH_TOKEN raises its rate limit). With --offline nothing is
+asked and each reference is reported as not resolvable offline.
 
 Credentials come from the Docker config, as docker and crane use them. Plain
 HTTP is used only for loopback registries and the hosts named with
@@ -35,6 +42,7 @@ Exit status: 0 done (or nothing to pin), 2 a file could not be read or written,
 or a reference could not be resolved (the others are still pinned).`,
 		Example: `  mlwarden pin Dockerfile k8s/train-job.yaml train.sbatch
   mlwarden pin --dry-run .github/workflows/*.yml
+  mlwarden pin --offline --dry-run train.sbatch
   mlwarden pin --insecure-registry registry.lab:5000 Dockerfile`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -57,7 +65,16 @@ func runPin(cmd *cobra.Command, a *app, files []string) error {
 	}
 	ctx := cmd.Context()
 	dryRun := v.Bool("dry-run")
-	resolve := pins.RegistryResolver(pins.WithInsecureRegistries(v.List("insecure-registry")...))
+	var resolve pins.Resolver
+	var opts []pins.RewriteOption
+	if !v.Bool("offline") {
+		resolve = pins.RegistryResolver(pins.WithInsecureRegistries(v.List("insecure-registry")...))
+		gh := []pins.GitHubOption{pins.WithGitHubAPI(v.String("github-api"))}
+		if tok := cmp.Or(os.Getenv("GITHUB_TOKEN"), os.Getenv("GH_TOKEN")); tok != "" {
+			gh = append(gh, pins.WithGitHubToken(tok))
+		}
+		opts = append(opts, pins.WithActions(pins.GitHubResolver(gh...)))
+	}
 	failed := 0
 	for _, file := range files {
 		data, err := readPinFile(file)
@@ -66,7 +83,7 @@ func runPin(cmd *cobra.Command, a *app, files []string) error {
 			failed++
 			continue
 		}
-		res, err := pins.Rewrite(ctx, file, data, resolve)
+		res, err := pins.Rewrite(ctx, file, data, resolve, opts...)
 		if errors.Is(err, pins.ErrNotRewritable) {
 			fmt.Fprintf(a.stderr, "mlwarden: %s: %v\n", file, err)
 			failed++
