@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/bzip2"
+	"encoding/binary"
 	"compress/gzip"
 	"compress/zlib"
 	"errors"
@@ -18,6 +19,8 @@ import (
 	"github.com/pierrec/lz4/v4"
 	"github.com/ulikunitz/xz"
 	"github.com/ulikunitz/xz/lzma"
+
+	"github.com/mlwarden/mlwarden/scanners"
 )
 
 // content scans bytes readable at any offset: the artifact itself, a stored
@@ -47,7 +50,7 @@ func (sc *scan) content(p place, ra io.ReaderAt, size int64, name string, depth 
 		return false
 	}
 	if depth > sc.s.lim.MaxDepth {
-		sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("Archives nested deeper than %d%s were not scanned. %s", sc.s.lim.MaxDepth, p.in(), ruleUnscannable.Fix), "depth limit")
+		sc.depthLimit(p)
 		return true
 	}
 	switch f {
@@ -85,18 +88,18 @@ func (sc *scan) stream(p place, r io.Reader, size int64, name string, depth int,
 	f := sniff(head, size, name)
 	if f == fmtUnknown {
 		if modelName(name) && len(head) > 0 && !bytes.HasPrefix(head, []byte(lfsPointer)) {
-			sc.add(ruleUnscannable, ruleUnscannable.Severity,
+			sc.add(ruleUnscannable, scanners.SeverityMedium,
 				fmt.Sprintf("Member%s is named like a model (%s) but its content is in no model format mlwarden knows, so it was not analysed; a loader may still read it. %s", p.in(), path.Ext(name), ruleUnscannable.Fix),
 				"unknown content"+p.in())
 		}
 		return false
 	}
 	if depth > sc.s.lim.MaxDepth {
-		sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("Archives nested deeper than %d%s were not scanned. %s", sc.s.lim.MaxDepth, p.in(), ruleUnscannable.Fix), "depth limit")
+		sc.depthLimit(p)
 		return false
 	}
 	switch f {
-	case fmtPickle, fmtTorchLegacy, fmtTar, fmtGzip, fmtBzip2, fmtXz, fmtLzma, fmtZlib, fmtLz4, fmtJoblibZF:
+	case fmtPickle, fmtTorchLegacy, fmtTar, fmtGzip, fmtBzip2, fmtLzma, fmtZlib, fmtLz4, fmtJoblibZF:
 		var ra io.ReaderAt
 		if stored && raFn != nil {
 			ra, _ = raFn()
@@ -134,12 +137,18 @@ func (sc *scan) streamAs(f format, p place, br *bufio.Reader, size int64, name s
 	case fmtTar:
 		sc.tar(p, br, depth)
 	default:
-		dr, err := decompressor(f, br)
+		if f == fmtXz {
+			if err := checkXz(ra, size, sc.s.lim.MaxDict); err != nil {
+				sc.dictError(p, f, err)
+				return
+			}
+		}
+		dr, err := decompressor(f, br, sc.s.lim.MaxDict)
 		if err != nil {
-			sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("Compressed %s stream%s cannot be opened: %v. %s", f, p.in(), err, ruleUnscannable.Fix), f.String()+": "+err.Error())
+			sc.dictError(p, f, err)
 			return
 		}
-		lr := &budgetReader{r: dr, sc: sc}
+		lr := &budgetReader{r: dr, sc: sc, p: p}
 		inner := strings.TrimSuffix(name, extOf(f))
 		sc.stream(p.child("("+f.String()+")"), lr, -1, inner, depth+1, false, nil)
 		if lr.err != nil && !errors.Is(lr.err, io.EOF) && !errors.Is(lr.err, errBudget) {
@@ -166,16 +175,45 @@ func extOf(f format) string {
 	return ""
 }
 
-func decompressor(f format, r *bufio.Reader) (io.Reader, error) {
+// errDict is wrapped by the error for a stream whose dictionary is over
+// Limits.MaxDict: it is a limit, not corruption.
+var errDict = errors.New("dictionary over the limit")
+
+// dictError reports a stream that cannot be opened: over the dictionary
+// limit (a limit: exit 2), or corrupt.
+func (sc *scan) dictError(p place, f format, err error) {
+	if errors.Is(err, errDict) {
+		sc.limit("dictionary limit", p, fmt.Sprintf("Compressed %s stream%s was not decompressed: %v (a decoder would allocate that much memory before reading any data).", f, p.in(), err))
+		return
+	}
+	sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("Compressed %s stream%s cannot be opened: %v. %s", f, p.in(), err, ruleUnscannable.Fix), f.String()+": "+err.Error())
+}
+
+// decompressor opens a compressed stream. LZMA dictionaries are checked
+// against maxDict before a decoder allocates them (the header states the
+// size, up to 4 GiB, and the decoder allocates it at once).
+func decompressor(f format, r *bufio.Reader, maxDict int64) (io.Reader, error) {
 	switch f {
 	case fmtGzip:
 		return gzip.NewReader(r)
 	case fmtBzip2:
 		return bzip2.NewReader(r), nil
 	case fmtXz:
-		return xz.NewReader(r)
+		return xz.ReaderConfig{DictCap: int(min(maxDict, 1<<31))}.NewReader(r)
 	case fmtLzma:
-		return lzma.NewReader(r)
+		h, err := r.Peek(13)
+		if err != nil {
+			return nil, fmt.Errorf("lzma header: %w", err)
+		}
+		stated := int64(binary.LittleEndian.Uint32(h[1:5]))
+		dict := stated
+		if size := binary.LittleEndian.Uint64(h[5:13]); size != ^uint64(0) && int64(size) >= 0 && int64(size) < dict {
+			dict = int64(size) // the decoder allocates no more than the data's size
+		}
+		if dict > maxDict {
+			return nil, fmt.Errorf("%w: the lzma header asks for a %d MiB dictionary, the limit is %d MiB", errDict, dict>>20, maxDict>>20)
+		}
+		return lzma.ReaderConfig{DictCap: int(max(stated, lzma.MinDictCap))}.NewReader(r)
 	case fmtZlib:
 		return zlib.NewReader(r)
 	case fmtLz4:
@@ -213,6 +251,7 @@ var errBudget = errors.New("decompression limit reached")
 type budgetReader struct {
 	r   io.Reader
 	sc  *scan
+	p   place
 	err error
 }
 
@@ -220,7 +259,7 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 	if b.sc.budget <= 0 {
 		if b.err == nil {
 			b.err = errBudget
-			b.sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("More than %d bytes decompressed from one file (a decompression bomb or a very large archive): the rest was not scanned. %s", b.sc.s.lim.MaxExpand, ruleUnscannable.Fix), "decompression limit")
+			b.sc.limit("decompression limit", b.p, fmt.Sprintf("More than %d bytes decompressed from one file (a decompression bomb or a very large archive): the rest was not scanned.", b.sc.s.lim.MaxExpand))
 		}
 		return 0, errBudget
 	}
@@ -278,10 +317,12 @@ func (sc *scan) tar(p place, r io.Reader, depth int) {
 			}
 			return
 		}
-		sc.members++
-		if sc.members > sc.s.lim.MaxMembers {
-			sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("More than %d archive members%s: the rest were not scanned. %s", sc.s.lim.MaxMembers, p.in(), ruleUnscannable.Fix), "member limit")
+		if !sc.member(p) {
 			return
+		}
+		sc.memberName(p, h.Name)
+		if h.Typeflag == tar.TypeSymlink || h.Typeflag == tar.TypeLink {
+			sc.memberLink(p, h.Name, h.Linkname)
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue
@@ -295,6 +336,15 @@ func (sc *scan) tar(p place, r io.Reader, depth int) {
 // pickle inside runs once someone extracts it). Members are sniffed by
 // content, whatever their name.
 func (sc *scan) sevenZip(p place, ra io.ReaderAt, size int64, depth int) {
+	hold, err := check7z(ra, size, sc.s.lim)
+	if err != nil {
+		if errors.Is(err, errSevenZipLimit) {
+			sc.limit("7z header limit", p, fmt.Sprintf("7z archive%s was not opened: %v; its members were not scanned.", p.in(), err))
+		} else {
+			sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("7z archive%s cannot be opened (%v): its members were not scanned. %s", p.in(), err, ruleUnscannable.Fix), "7z: "+err.Error())
+		}
+		return
+	}
 	zr, err := sevenzip.NewReader(ra, size)
 	if err != nil {
 		sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("7z archive%s cannot be opened (%v): its members were not scanned. %s", p.in(), err, ruleUnscannable.Fix), "7z: "+err.Error())
@@ -307,21 +357,60 @@ func (sc *scan) sevenZip(p place, ra io.ReaderAt, size int64, depth int) {
 		if f.FileInfo().IsDir() {
 			continue
 		}
-		sc.members++
-		if sc.members > sc.s.lim.MaxMembers {
-			sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("More than %d archive members%s: the rest were not scanned. %s", sc.s.lim.MaxMembers, p.in(), ruleUnscannable.Fix), "member limit")
+		if !sc.member(p) {
 			return
+		}
+		sc.memberName(p, f.Name)
+		if bad, ok := hold[f.Stream]; ok && !f.FileInfo().IsDir() {
+			sc.limit("dictionary limit", p.child(f.Name), fmt.Sprintf("7z member %q%s was not decompressed: %v.", f.Name, p.in(), bad))
+			continue
 		}
 		rc, err := f.Open()
 		if err != nil {
 			sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("7z member %q%s cannot be read (%v). %s", f.Name, p.in(), err, ruleUnscannable.Fix), "7z member "+f.Name)
 			continue
 		}
-		lr := &budgetReader{r: rc, sc: sc}
+		lr := &budgetReader{r: rc, sc: sc, p: p}
 		sc.stream(p.child(f.Name), lr, int64(f.UncompressedSize), f.Name, depth+1, false, nil)
 		rc.Close()
 		if lr.err != nil && !errors.Is(lr.err, io.EOF) && !errors.Is(lr.err, errBudget) {
 			sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("7z member %q%s could not be read to its end (%v). %s", f.Name, p.in(), lr.err, ruleUnscannable.Fix), "7z member "+f.Name)
 		}
+	}
+}
+
+// depthLimit reports archives nested past Limits.MaxDepth.
+func (sc *scan) depthLimit(p place) {
+	sc.limit("depth limit", p, fmt.Sprintf("Archives nested deeper than %d%s were not scanned.", sc.s.lim.MaxDepth, p.in()))
+}
+
+// member counts one more archive member; it reports false (and the limit)
+// past Limits.MaxMembers.
+func (sc *scan) member(p place) bool {
+	sc.members++
+	if sc.members > sc.s.lim.MaxMembers {
+		sc.limit("member limit", p, fmt.Sprintf("More than %d archive members%s: the rest were not scanned.", sc.s.lim.MaxMembers, p.in()))
+		return false
+	}
+	return true
+}
+
+// memberName reports an archive member whose name would be written outside
+// the directory it is extracted to (zip slip). The name is data: mlwarden
+// never opens or writes a path taken from an archive.
+func (sc *scan) memberName(p place, name string) {
+	if bad, why := escapes(name); bad {
+		sc.add(ruleArchive, ruleArchive.Severity,
+			fmt.Sprintf("Archive member %q%s %s: extracting the archive writes outside the directory it is extracted to (zip slip), which overwrites files elsewhere. mlwarden reads it as data and never opens it on the host. %s", name, p.in(), why, ruleArchive.Fix),
+			"member name "+name)
+	}
+}
+
+// memberLink reports a link member whose target leaves the archive.
+func (sc *scan) memberLink(p place, name, target string) {
+	if bad, why := escapes(target); bad {
+		sc.add(ruleArchive, ruleArchive.Severity,
+			fmt.Sprintf("Archive member %q%s is a link to %q, which %s: extracting the archive and reading the member reads that file instead (a link to /etc/shadow, ~/.ssh). mlwarden never follows links from an archive. %s", name, p.in(), target, why, ruleArchive.Fix),
+			"link "+name+" -> "+target)
 	}
 }

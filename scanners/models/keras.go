@@ -10,10 +10,6 @@ import (
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
-// hdf5Window is how much of an HDF5 file is searched for Keras configs.
-// Keras writes model_config as an attribute of the root group before the
-// weights, so it sits near the start.
-const hdf5Window = 256 << 20
 
 // hdf5 finds the Keras configs (model_config, training_config attributes)
 // in an HDF5 file. There is no maintained pure-Go HDF5 reader, and cgo
@@ -21,16 +17,22 @@ const hdf5Window = 256 << 20
 // not parse HDF5: an attribute holding a string stores it as contiguous
 // bytes (in the object header or the global heap), and a Keras config is a
 // JSON object starting with {"class_name", so we search the bytes for it
-// and decode each JSON object found.
+// and decode each JSON object found. Keras writes model_config before the
+// weights, but nothing stops a file from holding another config further on,
+// so the whole file is searched, up to Limits.MaxSearch (past it: a limit).
 func (sc *scan) hdf5(p place, ra io.ReaderAt, size int64) {
 	limit := size
-	if limit > hdf5Window {
-		limit = hdf5Window
+	if limit > sc.s.lim.MaxSearch {
+		limit = sc.s.lim.MaxSearch
+		sc.limit("search limit", p, fmt.Sprintf("HDF5 file%s is larger than the %d MiB searched for Keras configs: a Lambda layer or custom module past it was not seen.", p.in(), sc.s.lim.MaxSearch>>20))
 	}
 	needle := []byte(`{"class_name"`)
 	const chunk = 1 << 20
 	buf := make([]byte, chunk+len(needle))
 	for off := int64(0); off < limit; off += chunk {
+		if sc.ctx.Err() != nil {
+			return
+		}
 		n, _ := ra.ReadAt(buf, off)
 		if n <= 0 {
 			break

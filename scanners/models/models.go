@@ -41,7 +41,24 @@ type Limits struct {
 	// ones that need random access are spooled to an anonymous temporary
 	// file (default 32 MiB).
 	MaxInMemory int64
+	// MaxDict is the largest LZMA/LZMA2/zstd dictionary (window) a
+	// decompressor may allocate (default 128 MiB; xz -9 and 7-Zip -mx9 use
+	// 64 MiB). A stream that needs more is not decompressed.
+	MaxDict int64
+	// MaxHeader bounds an archive header read whole: a 7z header, a
+	// safetensors header (default 64 MiB).
+	MaxHeader int64
+	// MaxEntries bounds the entries of one header: safetensors tensors, 7z
+	// folders and coders (default 1<<20).
+	MaxEntries int
+	// MaxSearch is the most bytes of one file searched where the format
+	// cannot be parsed (HDF5), or walked as protobuf fields (default 8 GiB).
+	MaxSearch int64
 }
+
+// Reaching a limit is never a clean pass: the part not scanned is a high
+// models/unscannable finding, and Scan returns an error wrapping
+// scanners.ErrIncomplete, so that the run exits 2.
 
 // Option configures a Scanner.
 type Option func(*Scanner)
@@ -86,12 +103,30 @@ func WithLimits(l Limits) Option {
 		if l.MaxInMemory > 0 {
 			s.lim.MaxInMemory = l.MaxInMemory
 		}
+		if l.MaxDict > 0 {
+			s.lim.MaxDict = l.MaxDict
+		}
+		if l.MaxHeader > 0 {
+			s.lim.MaxHeader = l.MaxHeader
+		}
+		if l.MaxEntries > 0 {
+			s.lim.MaxEntries = l.MaxEntries
+		}
+		if l.MaxSearch > 0 {
+			s.lim.MaxSearch = l.MaxSearch
+		}
 	}
+}
+
+// DefaultLimits are the limits New starts from.
+func DefaultLimits() Limits {
+	return Limits{MaxDepth: 4, MaxExpand: 8 << 30, MaxMembers: 100000, MaxInMemory: 32 << 20,
+		MaxDict: 128 << 20, MaxHeader: 64 << 20, MaxEntries: 1 << 20, MaxSearch: 8 << 30}
 }
 
 // New returns the models check with the built-in pickle rules.
 func New(opts ...Option) *Scanner {
-	s := &Scanner{lim: Limits{MaxDepth: 4, MaxExpand: 8 << 30, MaxMembers: 100000, MaxInMemory: 32 << 20}}
+	s := &Scanner{lim: DefaultLimits()}
 	if r, err := rules.LoadPickle(rules.PickleFS()); err != nil {
 		s.rulesErr = err
 	} else {
@@ -160,7 +195,7 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 		head := make([]byte, scanners.HeadSize)
 		n, _ := c.ReadAt(head, 0)
 		if !bytes.HasPrefix(head[:n], []byte(lfsPointer)) && n > 0 && !sitePathFile(a.Path, head[:n]) {
-			sc.add(ruleUnscannable, ruleUnscannable.Severity,
+			sc.add(ruleUnscannable, scanners.SeverityMedium,
 				fmt.Sprintf("The file is named like a model (%s) but its content is in no model format mlwarden knows, so it was not analysed; a loader may still read it. %s", path.Ext(a.Path), ruleUnscannable.Fix),
 				"unknown content in "+path.Ext(a.Path)+" file")
 		}
@@ -171,7 +206,7 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 	if sc.readErr != nil {
 		return sc.out, sc.readErr
 	}
-	return sc.out, nil
+	return sc.out, sc.incomplete()
 }
 
 // place says where inside an artifact something is: the chain of archive
@@ -206,6 +241,42 @@ type scan struct {
 	budget  int64
 	members int
 	readErr error
+	// limits names each limit reached, in order; limitAt is the index in
+	// out of its finding, limitN how many more times it was reached.
+	limits  []string
+	limitAt map[string]int
+	limitN  map[string]int
+}
+
+// limit reports that a limit (kind: "depth limit", "member limit", …) left
+// part of the artifact unscanned: one high models/unscannable finding per
+// kind of limit, counting repeats, and an error at the end of Scan (exit 2).
+func (sc *scan) limit(kind string, p place, msg string) {
+	if _, ok := sc.limitAt[kind]; ok {
+		sc.limitN[kind]++
+		return
+	}
+	if sc.limitAt == nil {
+		sc.limitAt, sc.limitN = map[string]int{}, map[string]int{}
+	}
+	sc.limitAt[kind] = len(sc.out)
+	sc.add(ruleUnscannable, scanners.SeverityHigh, msg+" "+ruleUnscannable.Fix, kind+p.in())
+	sc.limits = append(sc.limits, kind+p.in())
+}
+
+// incomplete finishes the limit findings and returns the error that makes
+// the run exit 2, or nil when no limit was reached.
+func (sc *scan) incomplete() error {
+	if len(sc.limits) == 0 {
+		return nil
+	}
+	for kind, n := range sc.limitN {
+		if n > 0 {
+			f := &sc.out[sc.limitAt[kind]]
+			f.Message += fmt.Sprintf(" (The same limit was reached %d more times in this file.)", n)
+		}
+	}
+	return fmt.Errorf("%w: models: %s", scanners.ErrIncomplete, strings.Join(sc.limits, "; "))
 }
 
 func (sc *scan) add(r scanners.Rule, sev scanners.Severity, msg, evidence string) {

@@ -28,6 +28,7 @@ func (sc *scan) npy(p place, ra io.ReaderAt, size int64) {
 		hlen, start = int64(binary.LittleEndian.Uint16(h[8:])), 10
 	case 2, 3:
 		if n < 12 {
+			sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("NumPy file%s (format version %d) is truncated inside its header. %s", p.in(), major, ruleUnscannable.Fix), "npy header truncated")
 			return
 		}
 		hlen, start = int64(binary.LittleEndian.Uint32(h[8:])), 12
@@ -40,7 +41,8 @@ func (sc *scan) npy(p place, ra io.ReaderAt, size int64) {
 		return
 	}
 	hdr := make([]byte, hlen)
-	if _, err := ra.ReadAt(hdr, start); err != nil && err != io.EOF {
+	if m, err := ra.ReadAt(hdr, start); m < len(hdr) {
+		sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("NumPy file%s: its header could not be read (%v). %s", p.in(), err, ruleUnscannable.Fix), "npy header unreadable")
 		return
 	}
 	if !reObjectDescr.Match(hdr) {

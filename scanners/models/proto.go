@@ -85,13 +85,14 @@ type pbField struct {
 	short string // length-delimited values up to 4 KiB
 }
 
-// fields parses one message; ok is false when the bytes are not a message.
-func (r *pbReader) fields(off, end int64, max int) ([]pbField, bool) {
-	var out []pbField
+// each calls fn for every field of the message in [off, end), in order,
+// holding one field at a time; ok is false when the bytes are not a
+// message. budget counts the fields visited.
+func (r *pbReader) each(off, end int64, budget *int64, fn func(f pbField)) bool {
 	for off < end {
 		tag, next, ok := r.varint(off, end)
 		if !ok || tag>>3 == 0 {
-			return out, false
+			return false
 		}
 		f := pbField{num: tag >> 3, wt: tag & 7}
 		off = next
@@ -99,7 +100,7 @@ func (r *pbReader) fields(off, end int64, max int) ([]pbField, bool) {
 		case 0:
 			_, next, ok = r.varint(off, end)
 			if !ok {
-				return out, false
+				return false
 			}
 			off = next
 		case 1:
@@ -109,54 +110,62 @@ func (r *pbReader) fields(off, end int64, max int) ([]pbField, bool) {
 		case 2:
 			l, next, ok := r.varint(off, end)
 			if !ok || l > uint64(end-next) {
-				return out, false
+				return false
 			}
 			f.off, f.n = next, int64(l)
-			if l <= 4096 {
-				f.short = string(r.bytes(next, int64(l)))
-			}
 			off = next + int64(l)
 		default:
-			return out, false
+			return false
 		}
 		if off > end {
-			return out, false
+			return false
 		}
-		if len(out) < max {
-			out = append(out, f)
+		*budget--
+		if fn != nil {
+			fn(f)
 		}
 	}
-	return out, true
+	return true
 }
+
+// pbMaxDepth is how deep messages are walked (protobuf's own parsers stop
+// at 100).
+const pbMaxDepth = 100
 
 // protobuf checks a TensorFlow SavedModel or ONNX model, walking the
 // protobuf wire format generically (no generated code for two large schemas
 // of which we need three fields): a NodeDef is a message with a name (1) and
 // an op (2); an ONNX external-data entry is a StringStringEntryProto whose
-// key (1) is "location" and value (2) the path.
+// key (1) is "location" and value (2) the path. Every field is visited, one
+// at a time (a graph of 70,000 nodes is walked to its last); the walk is
+// bounded by depth and by Limits.MaxSearch/64 field visits, and reaching
+// either is a limit.
 func (sc *scan) protobuf(p place, ra io.ReaderAt, size int64, name string) {
 	r := &pbReader{ra: ra, size: size}
-	top, ok := r.fields(0, size, 1<<20)
-	if !ok || len(top) == 0 {
+	budget := sc.s.lim.MaxSearch / 64
+	probe := budget
+	if !r.each(0, size, &probe, nil) || probe == budget {
 		return // not a protobuf after all
 	}
 	onnx := strings.HasSuffix(strings.ToLower(name), ".onnx")
 	seenOps := map[string]bool{}
-	budget := 5_000_000
-	var walk func(fs []pbField, depth int)
-	walk = func(fs []pbField, depth int) {
-		if depth > 32 || budget <= 0 {
-			return
+	var walk func(off, end int64, depth int) bool
+	walk = func(off, end int64, depth int) bool {
+		if budget <= 0 {
+			return true
 		}
-		budget -= len(fs)
 		var f1, f2 string
-		for _, f := range fs {
-			if f.wt == 2 && f.num == 1 {
-				f1 = f.short
+		isMsg := r.each(off, end, &budget, func(f pbField) {
+			if f.wt == 2 && (f.num == 1 || f.num == 2) && f.n <= 4096 {
+				if v := string(r.bytes(f.off, f.n)); f.num == 1 {
+					f1 = v
+				} else {
+					f2 = v
+				}
 			}
-			if f.wt == 2 && f.num == 2 {
-				f2 = f.short
-			}
+		})
+		if !isMsg {
+			return false
 		}
 		if why, bad := tfUnsafeOps[f2]; bad && f1 != "" && !onnx && reOpIdent.MatchString(f2) {
 			saver := tfSaverOps[f2] && (strings.HasPrefix(f1, "save") || strings.HasPrefix(f1, "saver") || strings.Contains(f1, "/save") || strings.Contains(f1, "saver"))
@@ -174,17 +183,25 @@ func (sc *scan) protobuf(p place, ra io.ReaderAt, size int64, name string) {
 					"location "+f2)
 			}
 		}
-		for _, f := range fs {
-			if f.wt != 2 || f.n < 2 {
-				continue
+		r.each(off, end, new(int64), func(f pbField) {
+			if f.wt != 2 || f.n < 2 || budget <= 0 {
+				return
 			}
-			sub, ok := r.fields(f.off, f.off+f.n, 1<<16)
-			if ok {
-				walk(sub, depth+1)
+			if depth+1 > pbMaxDepth {
+				probe := int64(1 << 20)
+				if r.each(f.off, f.off+f.n, &probe, nil) {
+					sc.limit("protobuf depth limit", p, fmt.Sprintf("Protobuf model%s nests messages deeper than %d: what is below was not walked.", p.in(), pbMaxDepth))
+				}
+				return
 			}
-		}
+			walk(f.off, f.off+f.n, depth+1)
+		})
+		return true
 	}
-	walk(top, 0)
+	walk(0, size, 0)
+	if budget <= 0 {
+		sc.limit("protobuf field limit", p, fmt.Sprintf("Protobuf model%s has more than %d fields to walk: the rest were not walked.", p.in(), sc.s.lim.MaxSearch/64))
+	}
 }
 
 // escapes reports whether an external-data location leaves the model's

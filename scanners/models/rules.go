@@ -37,9 +37,9 @@ var (
 		"Model container is malformed or ambiguous",
 		"Zip entries with duplicate names, mismatched local headers, odd flag bits or bad CRCs are read differently by PyTorch and by Python's zipfile, which is how pickles are hidden from scanners.",
 		"Re-create the archive with the library that writes it (torch.save, np.savez, zipfile) and verify its checksum against the publisher's.")
-	ruleUnscannable = rule("unscannable", scanners.SeverityMedium,
+	ruleUnscannable = rule("unscannable", scanners.SeverityHigh,
 		"Part of a model file could not be scanned",
-		"An encrypted or unsupported archive member, or a size or depth limit, left content unscanned; code may hide there.",
+		"An encrypted, corrupt or unsupported archive member, or a size, count or depth limit, left content unscanned; code may hide there. A limit also makes the run exit 2.",
 		"Unpack the archive and scan its content, or obtain the model in a plain format.")
 	ruleNumpyObject = rule("numpy-object-array", scanners.SeverityLow,
 		"NumPy array holds Python objects (pickle)",

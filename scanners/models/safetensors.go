@@ -1,9 +1,11 @@
 package models
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -24,15 +26,33 @@ type stTensor struct {
 	Offsets []int64 `json:"data_offsets"`
 }
 
+// maxBadEntries is how many malformed-entry findings one header gives
+// before the rest are counted in one more.
+const maxBadEntries = 100
+
 // safetensors validates the header the way the safetensors library does:
 // length, JSON, dtypes, shapes against offsets, offsets inside the data,
 // tensors contiguous and not overlapping, data size equal to the file's.
-// The __metadata__ strings go to the strings scanner.
+// The __metadata__ strings go to the strings scanner. The header is decoded
+// one entry at a time from the file (never whole, never into a map), each
+// tensor kept as its name and offsets, at most Limits.MaxEntries of them.
 func (sc *scan) safetensors(p place, ra io.ReaderAt, size int64) {
+	nbad := 0
 	bad := func(format string, args ...any) {
+		nbad++
+		if nbad > maxBadEntries {
+			return
+		}
 		msg := fmt.Sprintf(format, args...)
 		sc.add(ruleSafetensors, ruleSafetensors.Severity, fmt.Sprintf("safetensors file%s: %s. %s", p.in(), msg, ruleSafetensors.Fix), msg)
 	}
+	defer func() {
+		if nbad > maxBadEntries {
+			sc.add(ruleSafetensors, ruleSafetensors.Severity,
+				fmt.Sprintf("safetensors file%s: %d more problems in its header, not listed one by one. %s", p.in(), nbad-maxBadEntries, ruleSafetensors.Fix),
+				fmt.Sprintf("%d more problems", nbad-maxBadEntries))
+		}
+	}()
 	h := make([]byte, 8)
 	if _, err := ra.ReadAt(h, 0); err != nil {
 		bad("cannot read the header length")
@@ -43,26 +63,33 @@ func (sc *scan) safetensors(p place, ra io.ReaderAt, size int64) {
 		bad("header length %d does not fit the file (%d bytes) or the 100 MB limit", n, size)
 		return
 	}
-	hdr := make([]byte, n)
-	if _, err := ra.ReadAt(hdr, 8); err != nil && err != io.EOF {
-		bad("cannot read the header")
-		return
+	hdr := func() *json.Decoder {
+		return json.NewDecoder(bufio.NewReaderSize(io.NewSectionReader(ra, 8, n), 64<<10))
 	}
-	if dup := duplicateKey(hdr); dup != "" {
+	if dup := duplicateKey(hdr(), sc.s.lim.MaxEntries); dup != "" {
 		bad("header has the key %q twice; readers keep different copies", dup)
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(bytes.TrimRight(hdr, " "), &raw); err != nil {
-		bad("header is not a JSON object: %v", err)
+	dec := hdr()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		bad("header is not a JSON object")
 		return
 	}
 	dataLen := size - 8 - n
 	var ts []stTensor
-	for k, v := range raw {
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			bad("header is not a JSON object: %v", err)
+			return
+		}
+		k, _ := kt.(string)
 		if k == "__metadata__" {
 			var md map[string]string
-			if err := json.Unmarshal(v, &md); err != nil {
+			if err := dec.Decode(&md); err != nil {
 				bad("__metadata__ is not a map of strings")
+				if !typeError(err) {
+					return
+				}
 				continue
 			}
 			var b strings.Builder
@@ -78,9 +105,16 @@ func (sc *scan) safetensors(p place, ra io.ReaderAt, size int64) {
 			continue
 		}
 		var t stTensor
-		if err := json.Unmarshal(v, &t); err != nil {
+		if err := dec.Decode(&t); err != nil {
 			bad("tensor %q has a bad entry: %v", k, err)
+			if !typeError(err) {
+				return // broken JSON: the decoder cannot go on
+			}
 			continue
+		}
+		if len(ts) >= sc.s.lim.MaxEntries {
+			sc.limit("tensor limit", p, fmt.Sprintf("safetensors file%s has more than %d tensors: the rest of its header was not checked.", p.in(), sc.s.lim.MaxEntries))
+			return
 		}
 		t.name = k
 		bits, ok := safetensorsBits[t.Dtype]
@@ -108,7 +142,15 @@ func (sc *scan) safetensors(p place, ra io.ReaderAt, size int64) {
 		if want := (elems*bits + 7) / 8; want != t.Offsets[1]-t.Offsets[0] {
 			bad("tensor %q: shape %v of %s needs %d bytes, data_offsets give %d", k, t.Shape, t.Dtype, want, t.Offsets[1]-t.Offsets[0])
 		}
+		t.Shape, t.Dtype = nil, ""
 		ts = append(ts, t)
+	}
+	if _, err := dec.Token(); err != nil {
+		bad("header is not a JSON object: %v", err)
+		return
+	}
+	if !onlySpaces(ra, 8+dec.InputOffset(), 8+n) {
+		bad("header has data after its JSON object")
 	}
 	sort.Slice(ts, func(i, j int) bool {
 		if ts[i].Offsets[0] != ts[j].Offsets[0] {
@@ -132,14 +174,35 @@ func (sc *scan) safetensors(p place, ra io.ReaderAt, size int64) {
 	}
 }
 
+// typeError reports whether a decoding error left the decoder after the
+// value (a value of the wrong type), so that it can go on.
+func typeError(err error) bool {
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &te)
+}
+
+// onlySpaces reports whether ra holds only spaces from off to end (the
+// padding the safetensors writer adds to a header).
+func onlySpaces(ra io.ReaderAt, off, end int64) bool {
+	buf := make([]byte, 64<<10)
+	for off < end {
+		n, err := ra.ReadAt(buf[:min(int64(len(buf)), end-off)], off)
+		if len(bytes.Trim(buf[:n], " ")) > 0 || n == 0 && err != nil {
+			return false
+		}
+		off += int64(n)
+	}
+	return true
+}
+
 // duplicateKey returns a top-level key that occurs twice in a JSON object.
-func duplicateKey(b []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(b))
+// It looks at the first max keys.
+func duplicateKey(dec *json.Decoder, max int) string {
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return ""
 	}
 	seen := map[string]bool{}
-	for dec.More() {
+	for dec.More() && len(seen) < max {
 		t, err := dec.Token()
 		if err != nil {
 			return ""
@@ -149,10 +212,29 @@ func duplicateKey(b []byte) string {
 			return k
 		}
 		seen[k] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
+		if err := skipJSON(dec); err != nil {
 			return ""
 		}
 	}
 	return ""
+}
+
+// skipJSON reads one value token by token, holding no more than a token.
+func skipJSON(dec *json.Decoder) error {
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
 }

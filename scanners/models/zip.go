@@ -1,6 +1,7 @@
 package models
 
 import (
+	"bufio"
 	"bytes"
 	"compress/bzip2"
 	"compress/flate"
@@ -37,7 +38,11 @@ type zipEntry struct {
 	localOffset uint64
 	dataOffset  int64 // filled from the local header
 	localName   string
+	mode        uint32 // Unix mode from the external attributes
 }
+
+// errZipLimit is wrapped when a zip has more entries than the member limit.
+var errZipLimit = errors.New("over the member limit")
 
 const (
 	sigEOCD      = 0x06054b50
@@ -76,18 +81,29 @@ func readZipDir(ra io.ReaderAt, size int64, maxEntries int) ([]zipEntry, error) 
 			}
 		}
 	}
-	if cdOff > uint64(size) || cdSize > uint64(size)-cdOff || cdSize > 64<<20 {
+	if cdOff > uint64(size) || cdSize > uint64(size)-cdOff {
 		return nil, fmt.Errorf("central directory (offset %d, size %d) outside the file", cdOff, cdSize)
 	}
-	if entries > uint64(maxEntries) {
-		return nil, fmt.Errorf("%d entries, more than the limit of %d", entries, maxEntries)
-	}
-	cd := make([]byte, cdSize)
-	if _, err := ra.ReadAt(cd, int64(cdOff)); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read central directory: %w", err)
-	}
+	// Read entry by entry (never the whole directory), keeping at most
+	// maxEntries.
+	cdr := bufio.NewReaderSize(io.NewSectionReader(ra, int64(cdOff), int64(cdSize)), 64<<10)
 	var out []zipEntry
-	for len(cd) >= 46 && binary.LittleEndian.Uint32(cd) == sigCentral {
+	for {
+		cd, err := cdr.Peek(46)
+		if len(cd) < 46 || binary.LittleEndian.Uint32(cd) != sigCentral {
+			if err != nil && !errors.Is(err, io.EOF) {
+				return out, fmt.Errorf("read central directory: %w", err)
+			}
+			break
+		}
+		nl, xl, cl := int(binary.LittleEndian.Uint16(cd[28:])), int(binary.LittleEndian.Uint16(cd[30:])), int(binary.LittleEndian.Uint16(cd[32:]))
+		if len(out) >= maxEntries {
+			return out, fmt.Errorf("%w: more than %d entries", errZipLimit, maxEntries)
+		}
+		cd, _ = cdr.Peek(46 + nl + xl + cl)
+		if len(cd) < 46+nl+xl+cl {
+			return out, errors.New("central directory entry runs past the directory")
+		}
 		e := zipEntry{
 			flags:       binary.LittleEndian.Uint16(cd[8:]),
 			method:      binary.LittleEndian.Uint16(cd[10:]),
@@ -96,17 +112,11 @@ func readZipDir(ra io.ReaderAt, size int64, maxEntries int) ([]zipEntry, error) 
 			usize:       uint64(binary.LittleEndian.Uint32(cd[24:])),
 			localOffset: uint64(binary.LittleEndian.Uint32(cd[42:])),
 		}
-		nl, xl, cl := int(binary.LittleEndian.Uint16(cd[28:])), int(binary.LittleEndian.Uint16(cd[30:])), int(binary.LittleEndian.Uint16(cd[32:]))
-		if 46+nl+xl+cl > len(cd) {
-			return out, errors.New("central directory entry runs past the directory")
-		}
 		e.name = string(cd[46 : 46+nl])
+		e.mode = binary.LittleEndian.Uint32(cd[38:]) >> 16
 		zip64Extra(cd[46+nl:46+nl+xl], &e)
 		out = append(out, e)
-		if len(out) > maxEntries {
-			return out, fmt.Errorf("more than %d entries", maxEntries)
-		}
-		cd = cd[46+nl+xl+cl:]
+		cdr.Discard(46 + nl + xl + cl)
 	}
 	if uint64(len(out)) != entries && entries != 0xffff {
 		return out, fmt.Errorf("end record says %d entries, the directory holds %d", entries, len(out))
@@ -233,6 +243,11 @@ func findSig(ra io.ReaderAt, size, from, limit int64) int64 {
 
 // open returns a reader of e's uncompressed bytes.
 func (e *zipEntry) open(ra io.ReaderAt) (io.ReadCloser, error) {
+	return e.openDict(ra, 128<<20)
+}
+
+// openDict is open with a bound on zstd's window.
+func (e *zipEntry) openDict(ra io.ReaderAt, maxDict int64) (io.ReadCloser, error) {
 	raw := io.NewSectionReader(ra, e.dataOffset, int64(e.csize))
 	switch e.method {
 	case 0:
@@ -242,7 +257,7 @@ func (e *zipEntry) open(ra io.ReaderAt) (io.ReadCloser, error) {
 	case 12:
 		return io.NopCloser(bzip2.NewReader(raw)), nil
 	case 93:
-		d, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+		d, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(uint64(maxDict)), zstd.WithDecoderMaxMemory(uint64(2*maxDict)))
 		if err != nil {
 			return nil, err
 		}
@@ -275,6 +290,10 @@ func layoutOf(es []zipEntry) zipLayout {
 // zip scans a zip archive's members.
 func (sc *scan) zip(p place, ra io.ReaderAt, size int64, depth int) {
 	es, err := readZipDir(ra, size, sc.s.lim.MaxMembers)
+	if errors.Is(err, errZipLimit) {
+		sc.limit("member limit", p, fmt.Sprintf("Zip archive%s has more than %d entries: the first %d were scanned, the rest were not.", p.in(), sc.s.lim.MaxMembers, sc.s.lim.MaxMembers))
+		err = nil
+	}
 	if err != nil {
 		sc.add(ruleArchive, ruleArchive.Severity,
 			fmt.Sprintf("Zip archive%s cannot be read the normal way (%v); its entries were found by walking local headers instead. PyTorch and Python's zipfile may read such a file differently, which hides content from scanners. %s", p.in(), err, ruleArchive.Fix),
@@ -299,11 +318,10 @@ func (sc *scan) zip(p place, ra io.ReaderAt, size int64, depth int) {
 			return
 		}
 		e := &es[i]
-		sc.members++
-		if sc.members > sc.s.lim.MaxMembers {
-			sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("More than %d archive members%s: the rest were not scanned. %s", sc.s.lim.MaxMembers, p.in(), ruleUnscannable.Fix), "member limit")
+		if !sc.member(p) {
 			return
 		}
+		sc.memberName(p, e.name)
 		if strings.HasSuffix(e.name, "/") && e.usize == 0 {
 			continue
 		}
@@ -332,7 +350,15 @@ func (sc *scan) zip(p place, ra io.ReaderAt, size int64, depth int) {
 
 func (sc *scan) zipMember(p place, ra io.ReaderAt, e *zipEntry, lay zipLayout, depth int) {
 	mp := p.child(e.name)
-	rc, err := e.open(ra)
+	if e.mode&0o170000 == 0o120000 && e.usize <= 4096 { // a symbolic link: its data is the target
+		if rc, err := e.open(ra); err == nil {
+			target, _ := io.ReadAll(io.LimitReader(rc, 4096))
+			rc.Close()
+			sc.memberLink(p, e.name, string(target))
+		}
+		return
+	}
+	rc, err := e.openDict(ra, sc.s.lim.MaxDict)
 	if err != nil {
 		sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("Zip entry %q%s was not scanned: %v. %s", e.name, p.in(), err, ruleUnscannable.Fix), "entry "+e.name)
 		return
@@ -348,13 +374,19 @@ func (sc *scan) zipMember(p place, ra io.ReaderAt, e *zipEntry, lay zipLayout, d
 	}
 	var src io.Reader = rc
 	if e.method != 0 {
-		src = &budgetReader{r: rc, sc: sc}
+		src = &budgetReader{r: rc, sc: sc, p: p}
 	}
 	var crc = crc32.NewIEEE()
 	counted := &countingReader{r: io.TeeReader(src, crc)}
 	ok := sc.stream(mp, counted, int64(e.usize), e.name, depth+1, e.method == 0, func() (io.ReaderAt, int64) {
 		return io.NewSectionReader(ra, e.dataOffset, int64(e.csize)), int64(e.csize)
 	})
+	if counted.err != nil && !errors.Is(counted.err, errBudget) {
+		sc.add(ruleUnscannable, ruleUnscannable.Severity,
+			fmt.Sprintf("Zip entry %q%s cannot be decompressed (%v): what follows the error was not scanned, and loaders may read it differently. %s", e.name, p.in(), counted.err, ruleUnscannable.Fix),
+			"entry "+e.name+": "+counted.err.Error())
+		return
+	}
 	if ok && counted.n == int64(e.usize) && counted.eof && crc.Sum32() != e.crc {
 		sc.add(ruleArchive, ruleArchive.Severity,
 			fmt.Sprintf("Zip entry %q%s fails its CRC-32 check: Python's zipfile refuses it while PyTorch loads it, so scanners built on zipfile skip it (CVE-2025-10156). It was scanned. %s", e.name, p.in(), ruleArchive.Fix),
@@ -366,6 +398,7 @@ type countingReader struct {
 	r   io.Reader
 	n   int64
 	eof bool
+	err error // the first error other than EOF
 }
 
 func (c *countingReader) Read(b []byte) (int, error) {
@@ -373,6 +406,8 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	c.n += int64(n)
 	if err == io.EOF {
 		c.eof = true
+	} else if err != nil && c.err == nil {
+		c.err = err
 	}
 	return n, err
 }
