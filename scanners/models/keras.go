@@ -10,7 +10,6 @@ import (
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
-
 // hdf5 finds the Keras configs (model_config, training_config attributes)
 // in an HDF5 file. There is no maintained pure-Go HDF5 reader, and cgo
 // bindings to libhdf5 would make the binary depend on a C library, so we do

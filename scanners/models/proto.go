@@ -82,7 +82,6 @@ type pbField struct {
 	wt    uint64
 	off   int64 // of the value (length-delimited: of the bytes)
 	n     int64
-	short string // length-delimited values up to 4 KiB
 }
 
 // each calls fn for every field of the message in [off, end), in order,
