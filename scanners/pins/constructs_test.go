@@ -209,3 +209,13 @@ runs:
 		{"composite action", "action.yml", composite, []string{"action-not-sha@4", "pip-unpinned@6"}},
 	})
 }
+
+// TestDeepNesting: a script nested deeper than the parser can take is
+// reported as unparsed, not a crash, also inside an sh -c string.
+func TestDeepNesting(t *testing.T) {
+	deep := strings.Repeat("$(", 600) + strings.Repeat(")", 600)
+	checkCases(t, []tcase{
+		{"file", "a.sh", "echo " + deep + "\n", []string{"unparsed@0"}},
+		{"string", "a.sh", "bash -c 'echo " + deep + "'\n", []string{"unparsed@0"}},
+	})
+}

@@ -10,6 +10,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/mlwarden/mlwarden/scanners/internal/shdepth"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
 )
 
@@ -187,7 +188,12 @@ func (sc *shellScan) site(a arg, value string, ln int, pyxis, digestOnly bool) {
 	*sc.st.sites = append(*sc.st.sites, imageSite{start: off + i, end: off + i + len(value), line: ln, written: value, pyxis: pyxis, digestOnly: digestOnly})
 }
 
+// parseShell parses bash, refusing a text that nests deeper than the
+// recursive parser can take (shdepth: a stack overflow kills the process).
 func parseShell(src []byte) (*syntax.File, error) {
+	if d, ok := shdepth.Check(src); !ok {
+		return nil, fmt.Errorf("nests %d levels deep, more than the %d this check parses", d, shdepth.MaxDepth)
+	}
 	p := syntax.NewParser(syntax.KeepComments(true), syntax.Variant(syntax.LangBash))
 	return p.Parse(bytes.NewReader(src), "")
 }
