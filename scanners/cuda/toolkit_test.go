@@ -11,13 +11,13 @@ func TestParseToolkitVersion(t *testing.T) {
 	for out, want := range map[string]string{
 		// nvidia-ctk --version (cmd/nvidia-ctk/main.go, internal/info/version.go)
 		"NVIDIA Container Toolkit CLI version 1.17.8\ncommit: 6f6b5c8a1b2c3d4e5f60718293a4b5c6d7e8f901\n": "1.17.8",
-		"NVIDIA Container Toolkit CLI version 1.17.5~rc.1\n":                                            "1.17.5~rc.1",
+		"NVIDIA Container Toolkit CLI version 1.17.5~rc.1\n":                                              "1.17.5~rc.1",
 		// nvidia-container-cli --version
 		"cli-version: 1.16.1\nlib-version: 1.16.1\nbuild date: 2024-07-23T14:57+00:00\n": "1.16.1",
-		"version: 1.3.3\nbuild date: 2021-02-05T13:29+00:00\n":                          "1.3.3",
+		"version: 1.3.3\nbuild date: 2021-02-05T13:29+00:00\n":                           "1.3.3",
 		"NVIDIA Container Toolkit CLI version latest\n":                                  "",
-		"something else\n":                                                               "",
-		"cli-version: " + strings.Repeat("1.", 40) + "1\n":                               "",
+		"something else\n": "",
+		"cli-version: " + strings.Repeat("1.", 40) + "1\n": "",
 	} {
 		if got := ParseToolkitVersion([]byte(out)); got != want {
 			t.Errorf("%q: %q, want %q", out, got, want)

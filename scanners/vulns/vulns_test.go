@@ -155,7 +155,7 @@ func TestSources(t *testing.T) {
 			files: map[string]string{"node.json": "{\"os\": \"linux\", \"driver_version\": \"580.159.03\", \"gpus\": [], \"container_toolkit_version\": \"1.20.0\"}\n"}, none: true},
 		{name: "inventory with a host file beside it",
 			files: map[string]string{
-				"inv/inventory.yaml":   "pools:\n  - name: a100\n    host_file: pools/a100.yaml\n  - name: h100\n    host: {driver_version: 580.159.03, container_toolkit_version: 1.17.7}\n",
+				"inv/inventory.yaml":  "pools:\n  - name: a100\n    host_file: pools/a100.yaml\n  - name: h100\n    host: {driver_version: 580.159.03, container_toolkit_version: 1.17.7}\n",
 				"inv/pools/a100.yaml": "driver_version: 535.309.01\n",
 			},
 			want: []string{RuleContainerToolkit + " inv/inventory.yaml:5 CVE-2025-23266"}},
@@ -349,13 +349,13 @@ func TestTagVersion(t *testing.T) {
 	}
 	for ref, want := range map[string]string{
 		"nvcr.io/nvidia/k8s/container-toolkit:v1.17.3-ubuntu20.04": "nvidia-container-toolkit 1.17.3",
-		"nvcr.io/nvidia/gpu-operator:v24.9.0@sha256:abc":            "gpu-operator 24.9.0",
-		"nvcr.io/nvidia/driver:550.54.15-ubuntu22.04":               "nvidia-driver 550.54.15",
-		"nvidia/k8s-device-plugin:v0.14.1":                          "k8s-device-plugin 0.14.1",
-		"example.com/acme/driver:1.2.3":                             "",
-		"nvcr.io/nvidia/pytorch:24.01-py3":                          "",
-		"nvcr.io/nvidia/k8s/container-toolkit@sha256:abc":           "",
-		"registry.local:5000/nvidia/gpu-operator":                   "",
+		"nvcr.io/nvidia/gpu-operator:v24.9.0@sha256:abc":           "gpu-operator 24.9.0",
+		"nvcr.io/nvidia/driver:550.54.15-ubuntu22.04":              "nvidia-driver 550.54.15",
+		"nvidia/k8s-device-plugin:v0.14.1":                         "k8s-device-plugin 0.14.1",
+		"example.com/acme/driver:1.2.3":                            "",
+		"nvcr.io/nvidia/pytorch:24.01-py3":                         "",
+		"nvcr.io/nvidia/k8s/container-toolkit@sha256:abc":          "",
+		"registry.local:5000/nvidia/gpu-operator":                  "",
 	} {
 		p, ok := imageRef(ref)
 		got := ""
