@@ -8,6 +8,7 @@ require (
 	github.com/aquasecurity/go-pep440-version v0.0.1
 	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/bodgit/sevenzip v1.6.0
+	github.com/cert-manager/cert-manager v1.19.1
 	github.com/gitleaks/go-gitdiff v0.9.1
 	github.com/google/go-containerregistry v0.22.1
 	github.com/klauspost/compress v1.20.2
@@ -16,6 +17,7 @@ require (
 	github.com/nlpodyssey/gopickle v0.2.0
 	github.com/owenrumney/go-sarif/v2 v2.3.3
 	github.com/pierrec/lz4/v4 v4.1.21
+	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.86.2
 	github.com/prometheus/client_golang v1.24.1
 	github.com/rs/zerolog v1.33.0
 	github.com/secure-systems-lab/go-securesystemslib v0.11.0
@@ -37,6 +39,7 @@ require (
 	k8s.io/api v0.34.1
 	k8s.io/apimachinery v0.34.1
 	mvdan.cc/sh/v3 v3.14.1
+	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
 )
 
 require (
@@ -189,9 +192,10 @@ require (
 	google.golang.org/grpc v1.84.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gotest.tools/v3 v3.5.2 // indirect
+	k8s.io/apiextensions-apiserver v0.34.1 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
-	k8s.io/utils v0.0.0-20250820121507-0af2bda4dd1d // indirect
-	sigs.k8s.io/json v0.0.0-20241014173422-cfa47c3a1cc8 // indirect
+	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4 // indirect
+	sigs.k8s.io/gateway-api v1.4.0 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
 )
