@@ -83,7 +83,11 @@ func (sc *scan) content(p place, ra io.ReaderAt, size int64, name string, depth 
 // random access to the same bytes without buffering (a stored zip member).
 // It reports whether the stream was read to its end.
 func (sc *scan) stream(p place, r io.Reader, size int64, name string, depth int, stored bool, raFn func() (io.ReaderAt, int64)) bool {
-	br := bufio.NewReaderSize(r, 64<<10)
+	bufSize := 64 << 10
+	if size >= 0 && size < int64(bufSize) {
+		bufSize = max(int(size), 16) // small members: a small buffer
+	}
+	br := bufio.NewReaderSize(r, bufSize)
 	head, _ := br.Peek(8 << 10)
 	f := sniff(head, size, name)
 	if f == fmtUnknown {

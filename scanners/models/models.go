@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -200,6 +201,7 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 				"unknown content in "+path.Ext(a.Path)+" file")
 		}
 	}
+	sc.summarize()
 	if err := ctx.Err(); err != nil {
 		return sc.out, err
 	}
@@ -246,6 +248,34 @@ type scan struct {
 	limits  []string
 	limitAt map[string]int
 	limitN  map[string]int
+	// perRule counts findings by rule; dropped are the rules past maxPerRule.
+	perRule map[string]int
+	dropped map[string]scanners.Severity
+}
+
+// summarize adds one finding per rule that was past maxPerRule.
+func (sc *scan) summarize() {
+	ids := make([]string, 0, len(sc.dropped))
+	for id := range sc.dropped {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		r := ruleByID(id)
+		n := sc.perRule[id] - maxPerRule
+		f := scanners.At(sc.a, r, 0, fmt.Sprintf("... and %d more %s findings in this file, not listed one by one. %s", n, id, r.Fix))
+		f.Severity, f.Evidence = sc.dropped[id], fmt.Sprintf("%d more", n)
+		sc.out = append(sc.out, f)
+	}
+}
+
+func ruleByID(id string) scanners.Rule {
+	for _, r := range allRules {
+		if r.ID == id {
+			return r
+		}
+	}
+	return ruleUnscannable
 }
 
 // limit reports that a limit (kind: "depth limit", "member limit", …) left
@@ -279,7 +309,23 @@ func (sc *scan) incomplete() error {
 	return fmt.Errorf("%w: models: %s", scanners.ErrIncomplete, strings.Join(sc.limits, "; "))
 }
 
+// maxPerRule is how many findings of one rule one Scan makes; the rest
+// are counted in one more (a 14 KB zip of shared members held 6,000
+// duplicate-name findings).
+const maxPerRule = 100
+
 func (sc *scan) add(r scanners.Rule, sev scanners.Severity, msg, evidence string) {
+	if sc.perRule == nil {
+		sc.perRule = map[string]int{}
+	}
+	sc.perRule[r.ID]++
+	if sc.perRule[r.ID] > maxPerRule {
+		if sc.dropped == nil {
+			sc.dropped = map[string]scanners.Severity{}
+		}
+		sc.dropped[r.ID] = max(sc.dropped[r.ID], sev)
+		return
+	}
 	f := scanners.At(sc.a, r, 0, msg)
 	f.Severity = sev
 	f.Evidence = evidence

@@ -26,10 +26,6 @@ type stTensor struct {
 	Offsets []int64 `json:"data_offsets"`
 }
 
-// maxBadEntries is how many malformed-entry findings one header gives
-// before the rest are counted in one more.
-const maxBadEntries = 100
-
 // safetensors validates the header the way the safetensors library does:
 // length, JSON, dtypes, shapes against offsets, offsets inside the data,
 // tensors contiguous and not overlapping, data size equal to the file's.
@@ -37,22 +33,10 @@ const maxBadEntries = 100
 // one entry at a time from the file (never whole, never into a map), each
 // tensor kept as its name and offsets, at most Limits.MaxEntries of them.
 func (sc *scan) safetensors(p place, ra io.ReaderAt, size int64) {
-	nbad := 0
 	bad := func(format string, args ...any) {
-		nbad++
-		if nbad > maxBadEntries {
-			return
-		}
 		msg := fmt.Sprintf(format, args...)
 		sc.add(ruleSafetensors, ruleSafetensors.Severity, fmt.Sprintf("safetensors file%s: %s. %s", p.in(), msg, ruleSafetensors.Fix), msg)
 	}
-	defer func() {
-		if nbad > maxBadEntries {
-			sc.add(ruleSafetensors, ruleSafetensors.Severity,
-				fmt.Sprintf("safetensors file%s: %d more problems in its header, not listed one by one. %s", p.in(), nbad-maxBadEntries, ruleSafetensors.Fix),
-				fmt.Sprintf("%d more problems", nbad-maxBadEntries))
-		}
-	}()
 	h := make([]byte, 8)
 	if _, err := ra.ReadAt(h, 0); err != nil {
 		bad("cannot read the header length")

@@ -1,0 +1,183 @@
+package models
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mlwarden/mlwarden/internal/hostile"
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// scanHostile scans data named name with s and returns the findings and
+// whether Scan said the file was not scanned in full.
+func scanHostile(t *testing.T, s *Scanner, name string, data []byte) ([]scanners.Finding, bool) {
+	t.Helper()
+	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "t", Path: name}
+	fs, err := scanners.ScanBytes(context.Background(), s, a, data)
+	if err != nil && !errors.Is(err, scanners.ErrIncomplete) {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return fs, err != nil
+}
+
+func has(fs []scanners.Finding, rule, text string) bool {
+	return slices.ContainsFunc(fs, func(f scanners.Finding) bool {
+		return f.RuleID == rule && (strings.Contains(f.Message, text) || strings.Contains(f.Evidence, text))
+	})
+}
+
+// TestHostile: each crafted input of issue 15, made by its generator: what
+// crashed the process, exhausted memory, or passed silently is now a
+// bounded scan with the right finding, and a limit is an incomplete scan
+// (exit 2). Each case has a negative twin where it makes sense.
+func TestHostile(t *testing.T) {
+	small := New(WithLimits(Limits{MaxMembers: 1000, MaxExpand: 1 << 20}))
+	cases := []struct {
+		name, file string
+		s          *Scanner
+		data       func() []byte
+		rule, text string // a finding that must be there
+		incomplete bool
+	}{
+		{"7z declares 2^28 files", "x.7z", New(), func() []byte { return hostile.SevenZipFiles(1 << 28) }, "models/unscannable", "more than the member limit", true},
+		{"7z coder declares 30 GB of properties", "x.7z", New(), func() []byte { return hostile.SevenZipProps(30 << 30) }, "models/unscannable", "cannot be opened", false},
+		{"7z encoded header declares 2^28 files", "x.7z", New(), func() []byte { return hostile.SevenZipEncoded(1 << 28) }, "models/unscannable", "more than the member limit", true},
+		{"lzma with a 2 GB dictionary", "x.pkl.lzma", New(), func() []byte { return hostile.LzmaDict(1 << 31) }, "models/unscannable", "dictionary", true},
+		{"xz with a 3 GB dictionary", "x.pkl.xz", New(), func() []byte { return hostile.XzDict(39) }, "models/unscannable", "dictionary", true},
+		{"safetensors with 10 MiB of bad entries", "m.safetensors", New(), func() []byte { return hostile.Safetensors(10 << 20) }, "models/safetensors-malformed", "more models/safetensors-malformed findings", false},
+		{"36 million nested MARKs then posix.system", "x.pkl", New(), func() []byte { return hostile.NestedPickle(36_000_000) }, "models/pickle-dangerous-global", "posix.system", false},
+		{"MARK limit then posix.system", "x.pkl", New(), func() []byte { return hostile.NestedPickle(1<<20 + 5<<20) }, "models/pickle-dangerous-global", "posix.system", false},
+		{"nested zips: one depth finding", "x.zip", New(), func() []byte { return hostile.NestedZip(16, 5) }, "models/unscannable", "nested deeper", true},
+		{"more entries than the member limit", "x.zip", small, func() []byte { return hostile.ManyEntriesZip(1500) }, "models/unscannable", "more than 1000 entries", true},
+		{"member that cannot be decompressed", "x.pt", New(), hostile.CorruptMemberZip, "models/unscannable", "cannot be decompressed", false},
+		{"truncated npy v2 header", "x.npy", New(), hostile.NpyTruncated, "models/unscannable", "truncated inside its header", false},
+		{"PyFunc after 70,000 nodes", "saved_model.pb", New(), func() []byte { return hostile.SavedModel(70_000) }, "models/tf-unsafe-op", "PyFunc", false},
+		{"tar members climb out", "x.tar", New(), func() []byte { return hostile.ClimbingTar("/etc/shadow") }, "models/archive-malformed", "/etc/shadow", false},
+		{"zip members climb out", "x.zip", New(), func() []byte { return hostile.ClimbingZip("../../../etc/shadow") }, "models/archive-malformed", "../evil.pkl", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data := c.data()
+			fs, incomplete := scanHostile(t, c.s, c.file, data)
+			if !has(fs, c.rule, c.text) {
+				t.Errorf("no %s finding with %q; got %v", c.rule, c.text, fs[:min(len(fs), 5)])
+			}
+			if incomplete != c.incomplete {
+				t.Errorf("incomplete = %v, want %v", incomplete, c.incomplete)
+			}
+			if len(fs) > 2*scanners.MaxFindingsPerRule+20 {
+				t.Errorf("%d findings", len(fs))
+			}
+		})
+	}
+	// The nested zip's depth limit is one finding, not 65,536.
+	fs, _ := scanHostile(t, New(), "x.zip", hostile.NestedZip(16, 5))
+	if n := len(slices.DeleteFunc(slices.Clone(fs), func(f scanners.Finding) bool { return !strings.Contains(f.Message, "nested deeper") })); n != 1 {
+		t.Errorf("%d depth findings, want 1", n)
+	}
+	// Negative twins: the same shapes within the limits say nothing above low.
+	for name, data := range map[string][]byte{
+		"x.zip":          nestedZip(3),
+		"m.safetensors":  validSafetensors(),
+		"saved_model.pb": bytes.ReplaceAll(hostile.SavedModel(100), []byte("PyFunc"), []byte("Conxxx")),
+	} {
+		if fs, inc := scanHostile(t, New(), name, data); len(rulesOf(fs, scanners.SeverityMedium)) > 0 || inc {
+			t.Errorf("%s: %v (incomplete %v)", name, rulesOf(fs, 0), inc)
+		}
+	}
+}
+
+func validSafetensors() []byte {
+	h := `{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`
+	var b bytes.Buffer
+	b.Write([]byte{byte(len(h)), 0, 0, 0, 0, 0, 0, 0})
+	b.WriteString(h)
+	b.Write(make([]byte, 8))
+	return b.Bytes()
+}
+
+// sparse is an HDF5 file of size bytes that is the signature, zeros, and
+// tail at its end, without holding them in memory.
+type sparse struct {
+	size int64
+	tail []byte
+}
+
+func (s *sparse) ReadAt(p []byte, off int64) (int, error) {
+	if off >= s.size {
+		return 0, io.EOF
+	}
+	n := int(min(int64(len(p)), s.size-off))
+	clear(p[:n])
+	copyAt := func(b []byte, at int64) { // b placed at offset at of the file
+		if lo, hi := max(off, at), min(off+int64(n), at+int64(len(b))); lo < hi {
+			copy(p[lo-off:hi-off], b[lo-at:hi-at])
+		}
+	}
+	copyAt(hostile.H5Magic, 0)
+	copyAt(s.tail, s.size-int64(len(s.tail)))
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// TestHDF5LateLambda: a Lambda layer past the first 256 MiB of an .h5 file
+// was never seen; now the whole file is searched, and past MaxSearch the
+// limit is reported.
+func TestHDF5LateLambda(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads 300 MiB")
+	}
+	f := &sparse{size: 300 << 20, tail: hostile.H5Tail()}
+	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "t", Path: "model.h5", Size: f.size}
+	fs, err := New().Scan(context.Background(), a, io.NewSectionReader(f, 0, f.size))
+	if err != nil || !has(fs, "models/keras-lambda", "late_lambda") {
+		t.Errorf("late Lambda: %v %v", fs, err)
+	}
+	fs, err = New(WithLimits(Limits{MaxSearch: 64 << 20})).Scan(context.Background(), a, io.NewSectionReader(f, 0, f.size))
+	if !errors.Is(err, scanners.ErrIncomplete) || !has(fs, "models/unscannable", "searched") {
+		t.Errorf("search limit: %v %v", fs, err)
+	}
+}
+
+// TestBombThenPickle: the pickle after a member that spends the
+// decompression budget is not scanned, and that is an incomplete scan.
+func TestBombThenPickle(t *testing.T) {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	bomb := append([]byte("\x80\x02]q\x00("), bytes.Repeat([]byte("K\x01"), 4<<20)...)
+	for _, m := range []struct {
+		name string
+		data []byte
+	}{{"archive/bomb.pkl", bomb}, {"archive/data.pkl", hostile.NestedPickle(0)}} {
+		w, _ := zw.Create(m.name)
+		w.Write(m.data)
+	}
+	zw.Close()
+	fs, incomplete := scanHostile(t, New(WithLimits(Limits{MaxExpand: 1 << 20})), "x.pt", b.Bytes())
+	if !incomplete || !has(fs, "models/unscannable", "decompressed from one file") {
+		t.Errorf("budget: incomplete %v, %v", incomplete, fs)
+	}
+}
+
+// nestedZip is an ordinary zip of a zip … of a pickle, depth levels.
+func nestedZip(depth int) []byte {
+	data := hostile.NestedPickle(0)[:0]
+	data = append(data, "\x80\x02}q\x00."...)
+	for range depth {
+		var b bytes.Buffer
+		zw := zip.NewWriter(&b)
+		w, _ := zw.Create("inner.zip")
+		w.Write(data)
+		zw.Close()
+		data = b.Bytes()
+	}
+	return data
+}
