@@ -78,10 +78,10 @@ func (r *pbReader) varint(off, end int64) (uint64, int64, bool) {
 }
 
 type pbField struct {
-	num   uint64
-	wt    uint64
-	off   int64 // of the value (length-delimited: of the bytes)
-	n     int64
+	num uint64
+	wt  uint64
+	off int64 // of the value (length-delimited: of the bytes)
+	n   int64
 }
 
 // each calls fn for every field of the message in [off, end), in order,
