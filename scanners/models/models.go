@@ -50,7 +50,8 @@ type Limits struct {
 	// safetensors header (default 64 MiB).
 	MaxHeader int64
 	// MaxEntries bounds the entries of one header: safetensors tensors, 7z
-	// folders and coders (default 1<<20).
+	// folders (default 1<<18; the largest models have tens of thousands of
+	// tensors per file).
 	MaxEntries int
 	// MaxSearch is the most bytes of one file searched where the format
 	// cannot be parsed (HDF5), or walked as protobuf fields (default 8 GiB).
@@ -122,7 +123,7 @@ func WithLimits(l Limits) Option {
 // DefaultLimits are the limits New starts from.
 func DefaultLimits() Limits {
 	return Limits{MaxDepth: 4, MaxExpand: 8 << 30, MaxMembers: 100000, MaxInMemory: 32 << 20,
-		MaxDict: 128 << 20, MaxHeader: 64 << 20, MaxEntries: 1 << 20, MaxSearch: 8 << 30}
+		MaxDict: 128 << 20, MaxHeader: 64 << 20, MaxEntries: 1 << 18, MaxSearch: 8 << 30}
 }
 
 // New returns the models check with the built-in pickle rules.

@@ -60,7 +60,11 @@ func (sc *scan) safetensors(p place, ra io.ReaderAt, size int64) {
 	}
 	dataLen := size - 8 - n
 	var ts []stTensor
-	for dec.More() {
+	for entries := 0; dec.More(); entries++ {
+		if entries >= sc.s.lim.MaxEntries {
+			sc.limit("tensor limit", p, fmt.Sprintf("safetensors file%s has more than %d header entries: the rest of its header was not checked.", p.in(), sc.s.lim.MaxEntries))
+			return
+		}
 		kt, err := dec.Token()
 		if err != nil {
 			bad("header is not a JSON object: %v", err)
@@ -95,10 +99,6 @@ func (sc *scan) safetensors(p place, ra io.ReaderAt, size int64) {
 				return // broken JSON: the decoder cannot go on
 			}
 			continue
-		}
-		if len(ts) >= sc.s.lim.MaxEntries {
-			sc.limit("tensor limit", p, fmt.Sprintf("safetensors file%s has more than %d tensors: the rest of its header was not checked.", p.in(), sc.s.lim.MaxEntries))
-			return
 		}
 		t.name = k
 		bits, ok := safetensorsBits[t.Dtype]
