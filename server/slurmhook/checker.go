@@ -125,6 +125,10 @@ func Line(f scanners.Finding, where string, rules []scanners.Rule, warning bool)
 	return b.String()
 }
 
+// oneLine makes s one terminal line: whitespace runs become one space and
+// every other control character is escaped (reports.Escape), so that a
+// script's bytes in a message or evidence cannot write to the user's
+// terminal or forge another line of the hook's answer.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return reports.Escape(strings.Join(strings.Fields(s), " "))
 }
