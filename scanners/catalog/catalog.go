@@ -17,6 +17,7 @@ import (
 	"github.com/mlwarden/mlwarden/scanners/secrets"
 	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
+	"github.com/mlwarden/mlwarden/scanners/vulns"
 )
 
 // Check is one built-in check: its name and how to build it. A check may
@@ -91,6 +92,10 @@ func Checks() []Check {
 		{scanners.CheckMisconfig, func(o Options, _ *built) ([]scanners.Scanner, error) {
 			return []scanners.Scanner{misconfig.New(o.Misconfig...), slurm.New(o.Slurm...)}, nil
 		}},
+		{scanners.CheckVulns, func(o Options, _ *built) ([]scanners.Scanner, error) {
+			s, err := vulns.New(o.Vulns...)
+			return one(s), err
+		}},
 	}
 }
 
@@ -117,6 +122,7 @@ type Options struct {
 	Misconfig     []misconfig.Option
 	// Slurm configures the batch-script reading of the misconfig check.
 	Slurm []slurm.Option
+	Vulns []vulns.Option
 }
 
 // ParseChecks splits a comma list of checks and validates every name.

@@ -212,6 +212,10 @@ func All() []Setting {
 		{Name: "rules-dir", Type: String, Commands: []string{CmdCUDA},
 			Help: "directory with a cuda.yaml that replaces the built-in table"},
 
+		// The vulns check.
+		{Name: "advisories", Key: "vulns.advisories", Type: Path, Commands: scanning,
+			Help: "vulns check: advisory file in rules/advisories.yaml's format; its rows add to the built-in table, and replace rows of the same id"},
+
 		// The sbatch hook.
 		{Name: "show", Type: Severity, Choices: severities[:5], Commands: []string{CmdSbatch},
 			Help: "print findings at or above this severity (default: --fail-on); those below --fail-on are printed as warnings"},

@@ -63,6 +63,7 @@ func OptionsFrom(v *config.Values) (Options, error) {
 	o.Baseline = str("baseline")
 	o.SecretsConfig = str("secrets-config")
 	o.CUDAHost, o.CUDAInventory = str("host"), str("inventory")
+	o.Advisories = str("advisories")
 	if v.Has("max-file-size") {
 		o.MaxFileSize = v.Size("max-file-size")
 	}

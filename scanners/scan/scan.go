@@ -39,6 +39,7 @@ import (
 	"github.com/mlwarden/mlwarden/scanners/source"
 	"github.com/mlwarden/mlwarden/scanners/source/image"
 	"github.com/mlwarden/mlwarden/scanners/suppress"
+	"github.com/mlwarden/mlwarden/scanners/vulns"
 )
 
 // Exit codes, as the command line documents them.
@@ -79,6 +80,8 @@ type Options struct {
 	// without either, the check reads this node (NVML) when CUDALocal.
 	CUDAHost, CUDAInventory string
 	CUDALocal               bool
+	// Advisories is an advisory file extending the vulns check's table.
+	Advisories string
 	// Signatures is the signature policy (the config's signatures
 	// section), paths already relative to the config file.
 	Signatures signatures.Policy
@@ -134,6 +137,9 @@ func New(o Options) (*Scanner, error) {
 		copts.CUDA = append(copts.CUDA, cuda.WithLocalHost())
 	}
 	copts.Signatures = append(copts.Signatures, signatures.WithPolicy(o.Signatures))
+	if o.Advisories != "" {
+		copts.Vulns = append(copts.Vulns, vulns.WithAdvisoriesFile(o.Advisories))
+	}
 	if len(o.Spank) > 0 {
 		// Both checks that read #SBATCH lines read them as this site's
 		// sbatch does.
@@ -164,7 +170,7 @@ func New(o Options) (*Scanner, error) {
 	if o.Config != nil {
 		files = append(files, o.Config.Path)
 	}
-	files = append(files, o.SecretsConfig, o.CUDAHost, o.CUDAInventory)
+	files = append(files, o.SecretsConfig, o.CUDAHost, o.CUDAInventory, o.Advisories)
 	s.version = RulesVersion(o.Version, o.Checks, s.rules, files...)
 	if s.o.Image.RulesVersion == "" {
 		s.o.Image.RulesVersion = s.version
