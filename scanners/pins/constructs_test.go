@@ -219,3 +219,16 @@ func TestDeepNesting(t *testing.T) {
 		{"string", "a.sh", "bash -c 'echo " + deep + "'\n", []string{"unparsed@0"}},
 	})
 }
+
+// TestScorecardForms: forms from Scorecard's test data that mlwarden
+// judges as Scorecard does.
+func TestScorecardForms(t *testing.T) {
+	checkCases(t, []tcase{
+		{"a file at a commit is pinned", "a.sh", "curl -sSL https://raw.githubusercontent.com/o/r/" + commit + "/install.sh | bash\ncurl -sSL https://raw.githubusercontent.com/o/r/main/install.sh | bash\nbash <(curl -s https://github.com/o/r/raw/" + commit + "/i.sh)\n", []string{"curl-pipe-shell@2"}},
+		{"a digest from a variable is a digest", "Dockerfile", "ARG HASH\nFROM pk@sha256:${HASH} AS base\nFROM python@sha256:$HASH\n", nil},
+		{"svn and bzr refs are not hashes", "a.sh", "pip install --no-deps -e svn+https://e.test/r@" + commit + "#egg=p\npip install --no-deps -e hg+https://e.test/r@" + commit + "#egg=p\n", []string{"vcs-unpinned@1"}},
+		{"gsutil without cp, s3api into a directory", "a.sh", "gsutil gs://b/exe /tmp/exe1 && /tmp/exe1\naws s3api get-object --bucket b --key dir/run.sh /opt/ && bash /opt/run.sh\n", []string{"download-exec@1", "download-exec@2"}},
+		{"curl with its URL in its config", "a.sh", "curl > /tmp/file && bash /tmp/file\ncurl -K cfg | sh\n", []string{"download-exec@1", "curl-pipe-shell@2"}},
+		{"a bare name runs from PATH, not the download", "a.sh", "aws s3api get-object --bucket b --key dir/exe . && exe\n", nil},
+	})
+}

@@ -60,7 +60,8 @@ func splitTag(ref string) (repo, tag string) {
 func dockerImage(ref string, dyn bool) imageVerdict {
 	ref = strings.TrimSpace(ref)
 	switch {
-	case hasDigest(ref):
+	case hasDigest(ref) || strings.Contains(ref, "@sha256:${") || strings.Contains(ref, "@sha256:$"):
+		// name@sha256:${DIGEST}: pinned by a digest the caller passes.
 		return imagePinned
 	case dyn:
 		return imageVariable

@@ -58,7 +58,9 @@ func judgeReq(spec string) (v reqVerdict, name, ref string) {
 		if i := strings.LastIndex(rest, "@"); i >= 0 {
 			ref = rest[i+1:]
 		}
-		if isCommit(ref) {
+		// Only git and Mercurial name a revision by its hash; a Subversion
+		// or Bazaar ref is a number or a name.
+		if isCommit(ref) && !strings.Contains(s, "svn+") && !strings.Contains(s, "bzr+") {
 			return reqPinned, "", ref
 		}
 		return reqVCSUnpinned, "", ref

@@ -821,7 +821,7 @@ func stmtFetches(s *syntax.Stmt) bool {
 			return !found
 		}
 		sc := &shellScan{st: newShellState()}
-		if _, ok := stdoutFetch(unwrap(sc.words(c.Args))); ok {
+		if f, ok := stdoutFetch(unwrap(sc.words(c.Args))); ok && !immutableURL(f.url) {
 			found = true
 		}
 		return !found
@@ -898,7 +898,7 @@ func (sc *shellScan) pipe(b *syntax.BinaryCmd) {
 			continue
 		}
 		f, ok := stdoutFetch(args)
-		if !ok {
+		if !ok || immutableURL(f.url) {
 			continue
 		}
 		fp := prog(args[0])

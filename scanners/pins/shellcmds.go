@@ -300,7 +300,9 @@ func fetchArgs(p string, args []arg) (fetched, bool) {
 		}
 	}
 	if f.url == "" {
-		return f, false
+		// No URL on the command line: it comes from curl's config (-K,
+		// .curlrc) or wget's -i list; still a download.
+		f.url = "(a URL from " + p + "'s configuration)"
 	}
 	switch {
 	case explicit && f.file == "-":
@@ -315,6 +317,24 @@ func fetchArgs(p string, args []arg) (fetched, bool) {
 		f.file = path.Join(dir, f.file)
 	}
 	return f, true
+}
+
+// immutableURL reports a URL whose content a commit fixes: a file of a
+// GitHub repository at a full commit (raw.githubusercontent.com/O/R/SHA/…,
+// github.com/O/R/raw/SHA/…, github.com/O/R/blob/SHA/…?raw=true).
+func immutableURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" {
+		return false
+	}
+	seg := strings.Split(strings.TrimPrefix(u.Path, "/"), "/")
+	switch u.Host {
+	case "raw.githubusercontent.com":
+		return len(seg) > 3 && isHex(seg[2], 40)
+	case "github.com":
+		return len(seg) > 4 && (seg[2] == "raw" || seg[2] == "blob") && isHex(seg[3], 40)
+	}
+	return false
 }
 
 func urlBase(raw string) string {
@@ -362,7 +382,7 @@ func (sc *shellScan) fetch(p string, args []arg, ln int, c *syntax.CallExpr) {
 		}
 		f.file = out
 	}
-	sc.record(&download{file: f.file, url: f.url, line: ln, data: isData(f.url) || isData(f.file)})
+	sc.record(&download{file: f.file, url: f.url, line: ln, data: isData(f.url) || isData(f.file), verified: immutableURL(f.url)})
 }
 
 // record adds a download, keyed by its path resolved against the current
@@ -495,13 +515,20 @@ func (sc *shellScan) cloudCopy(p string, args []arg, ln int) {
 			pos = append(pos, args[i])
 		}
 		if len(pos) > 0 && !pos[len(pos)-1].dyn {
-			sc.record(&download{file: pos[len(pos)-1].s, url: "s3://" + bucket + "/" + key, line: ln, noData: true})
+			file := pos[len(pos)-1].s
+			if strings.HasSuffix(file, "/") || file == "." {
+				file = path.Join(file, path.Base(key))
+			}
+			sc.record(&download{file: file, url: "s3://" + bucket + "/" + key, line: ln, noData: true})
 		}
 		return
 	case p == "gsutil":
 		args = skipOpts(args, "o", "h", "u")
-		if len(args) > 0 && (args[0].s == "cp" || args[0].s == "mv") {
+		switch {
+		case len(args) > 0 && (args[0].s == "cp" || args[0].s == "mv"):
 			rest = args[1:]
+		case len(args) > 0 && strings.HasPrefix(args[0].s, "gs://"):
+			rest = args // gsutil gs://b/o DEST, as Scorecard reads it
 		}
 	case p == "gcloud" && len(args) > 2 && args[0].s == "storage" && (args[1].s == "cp" || args[1].s == "mv"):
 		rest = args[2:]
