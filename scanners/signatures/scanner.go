@@ -136,8 +136,7 @@ func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 		return true
 	case slices.Contains(s.sigNames(path.Dir(a.Path)), base) && a.Size <= maxManifest:
 		return true
-	case strings.HasSuffix(base, bundleSuffix) && len(base) > len(bundleSuffix) && a.Size <= maxManifest &&
-		(a.TargetKind == scanners.KindDir || a.TargetKind == scanners.KindFile):
+	case strings.HasSuffix(base, bundleSuffix) && len(base) > len(bundleSuffix) && a.Size <= maxManifest && local(a):
 		return true
 	case strings.HasSuffix(base, detachedSuffix) && len(base) > len(detachedSuffix) && a.Size <= maxDetached && local(a):
 		return true
@@ -157,12 +156,14 @@ func (s *Scanner) Rides(a *scanners.Artifact, head []byte) bool {
 }
 
 // local reports whether a is a file of a directory or file target on the
-// local disk, whose other files the check can read through a.FS. Files of
-// images and git history have no FS; a repository's working tree has one
-// but is judged as git content is (its manifests are not followed).
+// local disk, or of a Hub repository (read in ranges, its LFS files'
+// digests known from its tree), whose other files the check can read
+// through a.FS. Files of images and git history have no FS; a
+// repository's working tree has one but is judged as git content is (its
+// manifests are not followed).
 func local(a *scanners.Artifact) bool {
 	return a.Kind == scanners.ArtifactFile && a.FS != nil &&
-		(a.TargetKind == scanners.KindDir || a.TargetKind == scanners.KindFile)
+		(a.TargetKind == scanners.KindDir || a.TargetKind == scanners.KindFile || a.TargetKind == scanners.KindHub)
 }
 
 // seed hashes a small file of a local target from the content the

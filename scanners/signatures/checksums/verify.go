@@ -116,6 +116,17 @@ type memoEntry struct {
 	err    error
 }
 
+// KnownDigests is implemented by a file system that knows the digests of
+// some of its files without reading them: a Hub repository's tree lists
+// the sha256 of each Git LFS file, which the Hub computed from the bytes
+// it serves. FileDigest returns the hex digest of the file name (slash
+// path, as for Open) by algorithm algo and its size, or ok false. The
+// Hasher takes such a digest instead of reading the file; the file system
+// says where it came from (a Hub source notes it on the target).
+type KnownDigests interface {
+	FileDigest(name, algo string) (hex string, size int64, ok bool)
+}
+
 // NewHasher returns a Hasher reading only through fsys, typically an
 // os.Root's FS. Files that are io.ReaderAt (an os.Root's *os.File) are read
 // in place where only part of them is needed; others are streamed.
@@ -299,6 +310,11 @@ func (h *Hasher) sum(ctx context.Context, p, algo string) (string, int64, error)
 	hh, err := NewHash(algo)
 	if err != nil {
 		return "", 0, err
+	}
+	if kd, ok := h.fsys.(KnownDigests); ok {
+		if hx, n, ok := kd.FileDigest(p, algo); ok {
+			return hx, n, nil
+		}
 	}
 	f, err := h.Open(p)
 	if err != nil {
