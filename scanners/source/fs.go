@@ -247,18 +247,18 @@ func (s *fsSource) scanFile(ctx context.Context, sink scanners.Sink, j fsJob) {
 		sink.Error(scanners.Error{Target: s.name, Path: j.rel, Message: fmt.Sprintf("not scanned: %d bytes is over --max-file-size (%d bytes)", j.info.Size(), s.maxSize)})
 		return
 	}
-	f, err := os.OpenFile(j.abs, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// Opened without blocking and checked again on the open file: it may
+	// have been swapped for a FIFO (whose open would wait for a writer
+	// forever) or a device since it was listed.
+	f, fi, err := openRegular(func(flag int) (*os.File, error) { return os.OpenFile(j.abs, flag, 0) })
 	if err != nil {
 		sink.Error(scanners.Error{Target: s.name, Path: j.rel, Message: fmt.Sprintf("open: %s", errMsg(err))})
 		return
 	}
-	defer f.Close()
-	// Check again on the open file: it may have been swapped for a FIFO or a
-	// device since it was listed.
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
+	if f == nil {
 		return
 	}
+	defer f.Close()
 	a := &scanners.Artifact{
 		Kind:       scanners.ArtifactFile,
 		Target:     s.name,
@@ -271,6 +271,36 @@ func (s *fsSource) scanFile(ctx context.Context, sink scanners.Sink, j fsJob) {
 	if err := sink.Artifact(a, f); err != nil && ctx.Err() == nil {
 		sink.Error(scanners.Error{Target: s.name, Path: j.rel, Message: err.Error()})
 	}
+}
+
+// openRegular opens a file that should be a regular file: without
+// following a final symlink and without blocking (a FIFO's open waits for
+// a writer), then checks the open file. It returns a nil file, and no
+// error, when it is not regular (a FIFO, a device, a socket swapped in);
+// a regular file is put back in blocking mode.
+func openRegular(open func(flag int) (*os.File, error)) (*os.File, fs.FileInfo, error) {
+	f, err := open(os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_NOCTTY)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, nil, nil // a symlink swapped in
+		}
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, nil
+	}
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
+	}
+	return f, fi, nil
+}
+
+// isEscape reports whether err is os.Root refusing a path that leads out
+// of the root (through a symlinked directory).
+func isEscape(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
 }
 
 func within(root, p string) bool {

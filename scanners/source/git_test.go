@@ -108,6 +108,7 @@ func gitScan(t *testing.T, ref string, o GitOptions) (*scanners.Result, scanners
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { src.(io.Closer).Close() })
 	res := scanners.NewDispatcher([]scanners.Scanner{sec}).Run(context.Background(), src)
 	for _, e := range res.Errors {
 		t.Errorf("error: %v", e)
@@ -277,7 +278,7 @@ func TestGitMergeCommits(t *testing.T) {
 	if len(res.Findings) != 2 {
 		t.Errorf("got %d findings, want 2: %+v", len(res.Findings), res.Findings)
 	}
-	if ok, v := remergeDiff(context.Background()); !ok {
+	if ok, v := remergeDiff(context.Background(), src.(*gitSource).git); !ok {
 		t.Errorf("git %s has no remerge diff", v)
 	}
 	for _, n := range src.Target().Notes {
