@@ -24,6 +24,9 @@ type Dispatcher struct {
 	tempDir  string
 	inline   func(a *Artifact, data []byte, fs []Finding)
 	perRule  int
+	progress Progress
+	skip     Skip
+	hashAll  bool
 }
 
 // Option configures a Dispatcher.
@@ -62,6 +65,25 @@ func WithInlineSuppression(fn func(a *Artifact, data []byte, fs []Finding)) Opti
 	return func(d *Dispatcher) { d.inline = fn }
 }
 
+// WithProgress sets p to be told how far each target's walk has got.
+func WithProgress(p Progress) Option {
+	return func(d *Dispatcher) { d.progress = p }
+}
+
+// WithSkip leaves out the directories and files s matches, counting them in
+// each target's notes.
+func WithSkip(s Skip) Option {
+	return func(d *Dispatcher) { d.skip = s }
+}
+
+// WithComponentHashes makes the dispatcher take the SHA-256 of every model
+// file a Describer names, reading the whole file when no check does (a
+// bill of materials needs them). Without it, a digest is taken only of
+// content read whole anyway.
+func WithComponentHashes(on bool) Option {
+	return func(d *Dispatcher) { d.hashAll = on }
+}
+
 // NewDispatcher returns a dispatcher over the given scanners.
 func NewDispatcher(scs []Scanner, opts ...Option) *Dispatcher {
 	d := &Dispatcher{scanners: scs, workers: 4, memLimit: 32 << 20, perRule: MaxFindingsPerRule}
@@ -82,16 +104,31 @@ func (d *Dispatcher) Run(ctx context.Context, sources ...Source) *Result {
 		order[t.Name] = i
 	}
 	for i, src := range sources {
-		s := &sink{d: d, ctx: ctx, sem: make(chan struct{}, d.workers)}
-		err := src.Walk(ctx, s)
+		s := &sink{d: d, sem: make(chan struct{}, d.workers), comps: &components{}}
+		if !d.skip.Empty() {
+			s.skip = &skipped{Skip: d.skip}
+		}
+		s.ctx = d.walkContext(ctx, s)
+		if d.progress != nil {
+			d.progress.Start(res.Targets[i])
+		}
+		err := src.Walk(s.ctx, s)
 		// A source may learn facts while it walks (a digest, a note).
 		res.Targets[i] = src.Target()
 		if err != nil {
 			s.Error(Error{Target: res.Targets[i].Name, Message: err.Error()})
 		}
+		if note, n := s.skip.note(); n > 0 {
+			res.Targets[i].Notes = append(res.Targets[i].Notes, note)
+			res.Targets[i].Skipped = n
+		}
 		s.finish(res.Targets[i])
+		if d.progress != nil {
+			d.progress.Finish(res.Targets[i])
+		}
 		res.Findings = append(res.Findings, s.findings...)
 		res.Errors = append(res.Errors, s.errs...)
+		res.Components = append(res.Components, s.comps.sorted(res.Targets[i].Name)...)
 	}
 	for i := range res.Findings {
 		if res.Findings[i].Fingerprint == "" {
@@ -102,11 +139,41 @@ func (d *Dispatcher) Run(ctx context.Context, sources ...Source) *Result {
 	res.Findings = slices.CompactFunc(res.Findings, func(a, b Finding) bool {
 		return a.Fingerprint == b.Fingerprint && a.Line == b.Line && a.Target == b.Target
 	})
+	DistinguishRepeats(res.Findings)
 	slices.SortStableFunc(res.Errors, func(a, b Error) int {
 		return cmp.Or(cmp.Compare(order[a.Target], order[b.Target]), strings.Compare(a.Path, b.Path), strings.Compare(a.Message, b.Message))
 	})
 	res.Summary = Summarize(res.Findings)
 	return res
+}
+
+// walkContext is ctx carrying what sources and checks report a target's
+// walk through: its components, its skips and its progress.
+func (d *Dispatcher) walkContext(ctx context.Context, s *sink) context.Context {
+	ctx = context.WithValue(ctx, componentsKey{}, s.comps)
+	if s.skip != nil {
+		ctx = context.WithValue(ctx, skipKey{}, s.skip)
+	}
+	if d.progress != nil {
+		ctx = ProgressContext(ctx, d.progress)
+	}
+	return ctx
+}
+
+// DistinguishRepeats gives the repeats of one finding in one target (the
+// same rule, path, layer, commit, evidence and message: nine identical
+// torch.load calls in a file) fingerprints of their own, in line order, with
+// OccurrenceFingerprint; the first keeps its fingerprint. fs must be in
+// report order (SortFindings) with exact duplicates removed.
+func DistinguishRepeats(fs []Finding) {
+	type key struct{ target, fp string }
+	seen := map[key]int{}
+	for i := range fs {
+		k := key{fs[i].Target, fs[i].Fingerprint}
+		n := seen[k]
+		seen[k] = n + 1
+		fs[i].Fingerprint = OccurrenceFingerprint(fs[i].Fingerprint, n)
+	}
 }
 
 // Summarize counts findings by severity.
@@ -138,9 +205,11 @@ func SortFindings(fs []Finding, order map[string]int) {
 }
 
 type sink struct {
-	d   *Dispatcher
-	ctx context.Context
-	sem chan struct{}
+	d     *Dispatcher
+	ctx   context.Context
+	sem   chan struct{}
+	comps *components
+	skip  *skipped
 
 	mu       sync.Mutex
 	findings []Finding
@@ -162,6 +231,9 @@ func (s *sink) add(fs []Finding) {
 func (s *sink) Artifact(a *Artifact, r io.Reader) error {
 	if err := s.ctx.Err(); err != nil {
 		return err
+	}
+	if s.skip.skipFile(a) {
+		return nil // counted in the target's notes
 	}
 	c, cleanup, err := s.open(a, r)
 	if err != nil {
@@ -346,6 +418,7 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 		return nil, nop, fmt.Errorf("read: %w", err)
 	}
 	head = head[:n]
+	comp := s.describe(a, head)
 	var wanted []Scanner
 	for _, sc := range s.d.scanners {
 		if sc.Wants(a, head) {
@@ -353,6 +426,7 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 		}
 	}
 	if len(wanted) == 0 {
+		s.addComponent(comp, nil, 0, false)
 		return nil, nop, nil
 	}
 	for _, sc := range s.d.scanners {
@@ -376,6 +450,7 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 		o.data = buf[:n+m]
 	case isRA:
 		o.ra, o.size = ra, a.Size
+		s.addComponent(comp, ra, a.Size, s.d.hashAll)
 		return o, nop, nil
 	case int64(n) < HeadSize:
 		o.data = head // the head is the whole content
@@ -400,8 +475,10 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 			return nil, nop, fmt.Errorf("spool: %w", err)
 		}
 		o.ra, o.size = f, size
+		s.addComponent(comp, f, size, true)
 		return o, func() { f.Close() }, nil
 	}
 	o.ra, o.size = bytes.NewReader(o.data), int64(len(o.data))
+	s.addComponent(comp, o.ra, o.size, true)
 	return o, nop, nil
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -142,6 +143,21 @@ func ComputeFingerprint(f *Finding) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
+// OccurrenceFingerprint is the fingerprint of the n-th repeat (n >= 1, in
+// line order) of a finding whose ComputeFingerprint is base, in one target:
+// nine identical torch.load calls in one file are nine findings with nine
+// fingerprints, which keep apart in code scanning and baselines, while the
+// first occurrence, like every finding that is not repeated, keeps base.
+// Edits elsewhere in the file change none of them; inserting another
+// identical finding above shifts the repeats below it.
+func OccurrenceFingerprint(base string, n int) string {
+	if n <= 0 {
+		return base
+	}
+	h := sha256.Sum256([]byte(base + "\x00occurrence\x00" + strconv.Itoa(n)))
+	return "sha256:" + hex.EncodeToString(h[:])[:32]
+}
+
 // Redact shows at most the first 4 and last 2 characters of a secret, and less
 // of a short one, joined by an ellipsis.
 func Redact(secret string) string {
@@ -182,6 +198,9 @@ type Summary struct {
 	Low        int `json:"low"`
 	Info       int `json:"info"`
 	Suppressed int `json:"suppressed,omitempty"`
+	// Hidden counts findings left out of the report by --severity (they are
+	// in no other count).
+	Hidden int `json:"hidden,omitempty"`
 }
 
 // Add counts one finding.
@@ -226,6 +245,10 @@ type Result struct {
 	Findings []Finding `json:"findings"`
 	Errors   []Error   `json:"errors"`
 	Summary  Summary   `json:"summary"`
+	// Components are what the targets are made of (model files, image
+	// layers, declared CUDA and framework versions, verified signatures),
+	// for a bill of materials; omitted when there are none.
+	Components []Component `json:"components,omitempty"`
 }
 
 // ReportVersion is the JSON report's version field.

@@ -51,6 +51,9 @@ type Target struct {
 	// Notes are facts about the target a reader needs, such as "shallow clone:
 	// history before <commit> not scanned".
 	Notes []string `json:"notes,omitempty"`
+	// Skipped counts the directories and files --skip-dirs and --skip-files
+	// left out (a note names them).
+	Skipped int `json:"skipped,omitempty"`
 }
 
 // ArtifactKind says what kind of thing an artifact's content is.

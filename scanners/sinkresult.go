@@ -20,7 +20,7 @@ type ResultSink interface {
 var _ ResultSink = (*sink)(nil)
 
 func (s *sink) ArtifactResult(a *Artifact, r io.Reader) ([]Finding, []Error, error) {
-	c := &sink{d: s.d, ctx: s.ctx, sem: s.sem}
+	c := &sink{d: s.d, ctx: s.ctx, sem: s.sem, comps: s.comps, skip: s.skip}
 	err := c.Artifact(a, r)
 	s.add(c.findings)
 	s.mu.Lock()

@@ -78,13 +78,23 @@ func (s *Set) Apply(res *scanners.Result) []string {
 // Baseline is the set of fingerprints of a previous report's findings.
 type Baseline map[string]bool
 
-// BaselineOf reads the fingerprints of a previous result.
+// BaselineOf reads the fingerprints of a previous result. A report written
+// before repeats had fingerprints of their own lists one fingerprint several
+// times in one target (nine torch.load calls in a file); its repeats are
+// taken as the occurrence fingerprints they have now
+// (scanners.OccurrenceFingerprint), so that such a baseline still covers
+// all of them.
 func BaselineOf(res *scanners.Result) Baseline {
 	b := make(Baseline, len(res.Findings))
+	type key struct{ target, fp string }
+	seen := map[key]int{}
 	for _, f := range res.Findings {
-		if f.Fingerprint != "" {
-			b[f.Fingerprint] = true
+		if f.Fingerprint == "" {
+			continue
 		}
+		k := key{f.Target, f.Fingerprint}
+		b[scanners.OccurrenceFingerprint(f.Fingerprint, seen[k])] = true
+		seen[k]++
 	}
 	return b
 }

@@ -172,3 +172,28 @@ func (w word) Scan(_ context.Context, a *scanners.Artifact, c scanners.Content) 
 	}
 	return out, err
 }
+
+// TestBaselineFromBeforeRepeats: a baseline written when repeated findings
+// shared one fingerprint still covers each of them now that they have their
+// own, and a unique finding's entry still matches; a new repeat is new.
+func TestBaselineFromBeforeRepeats(t *testing.T) {
+	f := func(line int, fp string) scanners.Finding {
+		return scanners.Finding{RuleID: "models/torch-load-unsafe", Target: "t", Path: "train.py", Line: line, Fingerprint: fp}
+	}
+	old := &scanners.Result{Findings: []scanners.Finding{f(3, "sha256:aa"), f(5, "sha256:aa"), f(9, "sha256:aa"), f(12, "sha256:uu")}}
+	now := []scanners.Finding{f(3, "sha256:aa"), f(5, "sha256:aa"), f(9, "sha256:aa"), f(10, "sha256:aa"), f(12, "sha256:uu")}
+	scanners.DistinguishRepeats(now)
+	res := &scanners.Result{Findings: now}
+	(&Set{Baseline: BaselineOf(old)}).Apply(res)
+	for i, fd := range res.Findings {
+		wantSuppressed := i != 3
+		if (fd.Suppressed != "") != wantSuppressed {
+			t.Errorf("finding %d (line %d, %s): suppressed %q, want suppressed %v", i, fd.Line, fd.Fingerprint, fd.Suppressed, wantSuppressed)
+		}
+	}
+	// A baseline written now (distinct fingerprints) reads back the same.
+	again := &scanners.Result{Findings: now}
+	if b := BaselineOf(again); len(b) != 5 {
+		t.Errorf("baseline of a new report has %d entries, want 5", len(b))
+	}
+}
