@@ -302,19 +302,25 @@ func (sc *shellScan) npmInstall(p string, args []arg, ln int) {
 	}
 	var specs []arg
 	frozen := false
-	for _, a := range args {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		switch {
 		case a.s == "-g" || a.s == "--global" || a.s == "--location=global":
 			global = true
 		case a.s == "--frozen-lockfile" || a.s == "--immutable" || a.s == "--pure-lockfile" || a.s == "--ci":
 			frozen = true
+		case npmValueOpts[a.s]:
+			i++ // --loglevel verbose, --registry URL
 		case strings.HasPrefix(a.s, "-"):
 		default:
 			specs = append(specs, a)
 		}
 	}
 	if len(specs) == 0 {
-		if !global && !frozen && (p == "npm" || p == "yarn" && sub == "install") {
+		switch {
+		case global && p == "npm":
+			sc.r.add(ruleNPMNotCI, ln, "npm "+sub+" -g", "npm "+sub+" -g installs the current package globally, and global installs ignore package-lock.json, so its dependencies resolve anew; install the project with npm ci, or a released package at an exact version: npm install -g pkg@<x.y.z>")
+		case !frozen && (p == "npm" || p == "yarn" && sub == "install"):
 			sc.r.add(ruleNPMNotCI, ln, p+" "+sub, fmt.Sprintf("%s %s resolves package.json anew and may rewrite the lock file, so this build need not install what was reviewed; install exactly the lock file: %s", p, sub, map[string]string{"npm": "npm ci", "yarn": "yarn install --frozen-lockfile (yarn 2+: --immutable)"}[p]))
 		}
 		return
@@ -345,6 +351,13 @@ func (sc *shellScan) npmInstall(p string, args []arg, ln int) {
 		}
 		sc.r.add(rule, ln, a.s, fmt.Sprintf("%s; pin it: %s@<x.y.z>", what, name))
 	}
+}
+
+// npmValueOpts are npm/yarn/pnpm options that take the next word.
+var npmValueOpts = map[string]bool{
+	"--loglevel": true, "--registry": true, "--prefix": true, "--cache": true, "--tag": true, "--userconfig": true,
+	"--workspace": true, "-w": true, "--omit": true, "--include": true, "--install-strategy": true, "--location": true,
+	"--filter": true, "--dir": true, "-C": true, "--cwd": true, "--modules-folder": true, "--network-timeout": true,
 }
 
 // npx checks npx/bunx/npm exec PKG: the package runs at once.
@@ -388,7 +401,8 @@ func (sc *shellScan) npxSpec(p, spec string, ln int, dyn bool) {
 // npmLocal reports a package spec that names a local path or tarball.
 func npmLocal(s string) bool {
 	return s == "." || strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") || strings.HasPrefix(s, "/") ||
-		strings.HasPrefix(s, "file:") || strings.HasSuffix(s, ".tgz") || strings.HasPrefix(s, "~")
+		strings.HasPrefix(s, "file:") || strings.HasSuffix(s, ".tgz") || strings.HasSuffix(s, ".tar") ||
+		strings.HasSuffix(s, ".tar.gz") || strings.HasPrefix(s, "~")
 }
 
 // npmSpec splits an npm package spec into name and version and says
@@ -491,8 +505,8 @@ func (sc *shellScan) goCmd(args []arg, ln int) {
 
 // osPackageManagers maps the OS package managers to their install verbs.
 var osPackageManagers = map[string]string{
-	"apt-get": "install", "apt": "install", "aptitude": "install", "apk": "add", "yum": "install", "dnf": "install",
-	"microdnf": "install", "tdnf": "install", "zypper": "install in", "gem": "install i",
+	"apt-get": "install", "apt": "install", "aptitude": "install", "apk": "add", "yum": "install module", "dnf": "install module",
+	"microdnf": "install module", "tdnf": "install", "zypper": "install in", "gem": "install i",
 }
 
 // osValueOpts are options of the OS package managers that take a value.
@@ -528,9 +542,25 @@ func (sc *shellScan) osPackages(p string, args []arg, ln int) {
 		return
 	}
 	var loose []string
-	for j := i + 1; j < len(args); j++ {
-		a := args[j]
+	rest := args[i+1:]
+	if verb == "module" {
+		// dnf/yum module install NAME[:STREAM[/PROFILE]]: a stream pins it.
+		if len(rest) == 0 || rest[0].s != "install" {
+			return
+		}
+		for _, a := range rest[1:] {
+			if !strings.HasPrefix(a.s, "-") && !a.dyn && !strings.Contains(a.s, ":") {
+				loose = append(loose, a.s)
+			}
+		}
+		rest = nil
+	}
+	for j := 0; j < len(rest); j++ {
+		a := rest[j]
 		if a.s == "--" {
+			if p == "gem" {
+				break // what follows goes to the gem's build
+			}
 			continue
 		}
 		if strings.HasPrefix(a.s, "-") {
@@ -542,7 +572,7 @@ func (sc *shellScan) osPackages(p string, args []arg, ln int) {
 			}
 			continue
 		}
-		if a.dyn || osPackagePinned(p, a.s) {
+		if a.dyn || osPackagePinned(p, a.s) || p == "gem" && (a.s == "true" || a.s == "false") {
 			continue
 		}
 		loose = append(loose, a.s)
