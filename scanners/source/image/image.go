@@ -69,9 +69,6 @@ type Options struct {
 	// Concurrency bounds how many files are handed to the sink at once and
 	// how many layers are fetched ahead (default GOMAXPROCS).
 	Concurrency int
-	// Progress, when non-nil, receives a one-line progress bar (bytes and
-	// layers) redrawn with carriage returns: pass a terminal only.
-	Progress io.Writer
 	// RulesVersion names everything that decides findings (mlwarden version,
 	// rules data, enabled checks, config). It keys the per-layer cache, which
 	// is used only when it is set.
@@ -243,7 +240,7 @@ func (s *imgSource) Walk(ctx context.Context, sink scanners.Sink) error {
 	w := &imgWalker{src: s, sink: sink, opts: s.opts}
 	w.cache = newImgCache(s.opts)
 	defer w.cache.prune(time.Now())
-	w.progress = newImgProgress(s.opts.Progress)
+	w.progress = newImgProgress(ctx) // the run's progress (scanners.ProgressOf)
 	defer w.progress.stop()
 	var errs []error
 	if partial != nil {
