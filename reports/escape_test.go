@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mlwarden/mlwarden/reports"
 	"github.com/mlwarden/mlwarden/scanners"
@@ -91,4 +92,26 @@ func TestEscape(t *testing.T) {
 			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// FuzzEscape: whatever the input, the output is valid UTF-8 with no control
+// or hidden character, and plain text is left as it is.
+func FuzzEscape(f *testing.F) {
+	f.Add("plain")
+	f.Add("x\x1b]0;pwned\x07\nmlwarden: forged\r")
+	f.Add("bidi\u202e\u2066\xff\xfe\u009b")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := reports.Escape(s)
+		if !utf8.ValidString(out) {
+			t.Fatalf("Escape(%q) = %q: not UTF-8", s, out)
+		}
+		for _, r := range out {
+			if r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0x202e || r == 0x200b {
+				t.Fatalf("Escape(%q) = %q holds %U", s, out, r)
+			}
+		}
+		if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r >= 0x7f }) && out != s {
+			t.Fatalf("Escape(%q) = %q changed plain text", s, out)
+		}
+	})
 }

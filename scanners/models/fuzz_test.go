@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mlwarden/mlwarden/internal/hostile"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -35,7 +36,8 @@ func seed(f *testing.F, suffixes ...string) {
 // fuzzScan runs one handler on data with small limits; it must not panic,
 // hang or read past the data.
 var fuzzScanner = sync.OnceValue(func() *Scanner {
-	return New(WithLimits(Limits{MaxDepth: 3, MaxExpand: 8 << 20, MaxMembers: 200, MaxInMemory: 1 << 20}), WithStrings(func(context.Context, *scanners.Artifact, []byte) []scanners.Finding { return nil }))
+	return New(WithLimits(Limits{MaxDepth: 3, MaxExpand: 8 << 20, MaxMembers: 200, MaxInMemory: 1 << 20,
+		MaxDict: 1 << 20, MaxHeader: 1 << 20, MaxEntries: 1000, MaxSearch: 16 << 20}), WithStrings(func(context.Context, *scanners.Artifact, []byte) []scanners.Finding { return nil }))
 })
 
 func fuzzScan(t *testing.T, data []byte, run func(sc *scan, ra *bytes.Reader, size int64)) {
@@ -84,10 +86,45 @@ func FuzzProtobuf(f *testing.F) {
 	})
 }
 
+// hostileSeeds adds the crafted inputs of issue 15, small enough to mutate.
+func hostileSeeds(f *testing.F) {
+	for _, d := range [][]byte{
+		hostile.SevenZipFiles(1 << 28), hostile.SevenZipProps(30 << 30), hostile.SevenZipEncoded(1 << 28),
+		hostile.LzmaDict(1 << 31), hostile.XzDict(39), hostile.Safetensors(4096), hostile.NestedPickle(100),
+		hostile.NestedZip(4, 3), hostile.ManyEntriesZip(50), hostile.CorruptMemberZip(), hostile.NpyTruncated(),
+		hostile.SavedModel(100), hostile.ClimbingTar("/etc/shadow"), hostile.ClimbingZip("../../etc/shadow"),
+		hostile.MemoPickle(4096), append(append([]byte{}, hostile.H5Magic...), hostile.H5Tail()...),
+	} {
+		f.Add(d)
+	}
+}
+
+// Fuzz7z feeds 7z archives to the header check and the reader behind it.
+func Fuzz7z(f *testing.F) {
+	seed(f, ".7z")
+	hostileSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !bytes.HasPrefix(data, []byte("7z\xbc\xaf\x27\x1c")) {
+			return
+		}
+		fuzzScan(t, data, func(sc *scan, ra *bytes.Reader, n int64) { sc.sevenZip(nil, ra, n, 0) })
+	})
+}
+
+// FuzzXz feeds xz files to the dictionary check.
+func FuzzXz(f *testing.F) {
+	seed(f, ".xz")
+	hostileSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkXz(bytes.NewReader(data), int64(len(data)), 1<<20)
+	})
+}
+
 // FuzzScan goes through content sniffing, so every format and archive path
 // is reachable.
 func FuzzScan(f *testing.F) {
 	seed(f, "")
+	hostileSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzScan(t, data, func(sc *scan, ra *bytes.Reader, n int64) { sc.content(nil, ra, n, "fuzz", 0) })
 	})

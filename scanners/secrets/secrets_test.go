@@ -317,3 +317,29 @@ func TestFragmentBoundary(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScan feeds any bytes as a file (text, binary, one long line) to the
+// check with a small size limit: it must not panic, and its findings are on
+// lines of the input.
+func FuzzScan(f *testing.F) {
+	tok := "hf_" + newFake(3).str(alnum, 34)
+	f.Add([]byte("x\x00\nexport HF_TOKEN=" + tok + "\n"))
+	f.Add([]byte("\x7fELF\x00\x00\x00\x00HF_TOKEN=" + tok + "\x00"))
+	f.Add([]byte(strings.Repeat("a", 70<<10) + " HF_TOKEN=" + tok))
+	s, err := New(WithMaxBytes(256 << 10))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fs, err := scanners.ScanBytes(context.Background(), s, &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "t", Path: "f.sh"}, data)
+		if err != nil && !errors.Is(err, scanners.ErrIncomplete) {
+			t.Fatal(err)
+		}
+		lines := bytes.Count(data, []byte{'\n'}) + 1
+		for _, f := range fs {
+			if f.Line < 0 || f.Line > lines {
+				t.Fatalf("finding at line %d of %d", f.Line, lines)
+			}
+		}
+	})
+}
