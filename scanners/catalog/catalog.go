@@ -90,7 +90,11 @@ func Checks() []Check {
 			return one(s), err
 		}},
 		{scanners.CheckMisconfig, func(o Options, _ *built) ([]scanners.Scanner, error) {
-			return []scanners.Scanner{misconfig.New(o.Misconfig...), slurm.New(o.Slurm...)}, nil
+			cl, err := misconfig.NewCluster(o.Cluster...)
+			if err != nil {
+				return nil, err
+			}
+			return []scanners.Scanner{misconfig.New(o.Misconfig...), slurm.New(o.Slurm...), cl}, nil
 		}},
 		{scanners.CheckVulns, func(o Options, _ *built) ([]scanners.Scanner, error) {
 			s, err := vulns.New(o.Vulns...)
@@ -122,7 +126,9 @@ type Options struct {
 	Misconfig     []misconfig.Option
 	// Slurm configures the batch-script reading of the misconfig check.
 	Slurm []slurm.Option
-	Vulns []vulns.Option
+	// Cluster configures its reading of Kubernetes manifests as a whole.
+	Cluster []misconfig.ClusterOption
+	Vulns   []vulns.Option
 }
 
 // ParseChecks splits a comma list of checks and validates every name.
