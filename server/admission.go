@@ -129,6 +129,7 @@ func (s *Server) Review(ctx context.Context, req *admissionv1.AdmissionRequest) 
 			a.warn("%s: %s", p.rule.ID, p.msg)
 		}
 	}
+	checkIsolation(&a, pol, spec)
 
 	// Leave the API server time to read the answer before its timeout.
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ScanDeadline)

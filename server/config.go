@@ -47,6 +47,11 @@ type Policy struct {
 	// Misconfig is what to do with Pod misconfigurations below fail-on
 	// (warn or allow; default warn). Those at or above fail-on deny.
 	Misconfig Action `yaml:"misconfig,omitempty"`
+	// Isolation is what to do with a GPU pod that shares the node's
+	// namespaces or mounts /dev, the NVIDIA runtime directories or the
+	// container runtime socket: deny, warn or allow (default allow, so
+	// that a namespace opts in).
+	Isolation Action `yaml:"isolation,omitempty"`
 }
 
 // Config is the server's configuration file (--config).
@@ -208,6 +213,7 @@ func (c *Config) Validate() error {
 			{"fallback", p.Fallback, []Action{Deny, Warn}},
 			{"signatures", p.Signatures, []Action{Deny, Warn, Allow}},
 			{"misconfig", p.Misconfig, []Action{Warn, Allow}},
+			{"isolation", p.Isolation, []Action{Deny, Warn, Allow}},
 		} {
 			if f.v == "" {
 				continue
@@ -249,7 +255,7 @@ func (c *Config) policyFor(ns string) Policy {
 	}
 	for _, f := range []struct{ dst, src *Action }{
 		{&p.Digest, &o.Digest}, {&p.NoVerdict, &o.NoVerdict}, {&p.Fallback, &o.Fallback},
-		{&p.Signatures, &o.Signatures}, {&p.Misconfig, &o.Misconfig},
+		{&p.Signatures, &o.Signatures}, {&p.Misconfig, &o.Misconfig}, {&p.Isolation, &o.Isolation},
 	} {
 		if *f.src != "" {
 			*f.dst = *f.src
