@@ -235,6 +235,9 @@ func (s *sink) Artifact(a *Artifact, r io.Reader) error {
 	if s.skip.skipFile(a) {
 		return nil // counted in the target's notes
 	}
+	if s.d.progress != nil {
+		defer s.d.progress.Scanned(a.Size)
+	}
 	c, cleanup, err := s.open(a, r)
 	if err != nil {
 		s.Error(Error{Target: a.Target, Path: a.Path, Message: err.Error()})

@@ -155,9 +155,16 @@ func TestSkip(t *testing.T) {
 }
 
 type recorder struct {
-	mu     sync.Mutex
-	events []string
-	items  int64
+	mu      sync.Mutex
+	events  []string
+	items   int64
+	scanned int64
+}
+
+func (r *recorder) Scanned(int64) {
+	r.mu.Lock()
+	r.scanned++
+	r.mu.Unlock()
 }
 
 func (r *recorder) Start(t scanners.Target)  { r.add("start " + t.Name) }
@@ -180,8 +187,8 @@ func TestProgressAndLayers(t *testing.T) {
 	b := walkSource{memSource: newSource(false, map[string][]byte{"y.txt": []byte("y")})}
 	b.name = "u"
 	res := scanners.NewDispatcher([]scanners.Scanner{wordScanner{check: "a", word: "needle"}}, scanners.WithProgress(rec)).Run(context.Background(), a, b)
-	if got := strings.Join(rec.events, ","); got != "start t,expect,finish t,start u,expect,finish u" || rec.items != 2 {
-		t.Errorf("events %s, items %d", got, rec.items)
+	if got := strings.Join(rec.events, ","); got != "start t,expect,finish t,start u,expect,finish u" || rec.items != 2 || rec.scanned != 2 {
+		t.Errorf("events %s, items %d, scanned %d", got, rec.items, rec.scanned)
 	}
 	// Layers in the image's order, each target's own.
 	if len(res.Components) != 4 || res.Components[0].Layer != "sha256:1" || res.Components[1].Layer != "sha256:2" || res.Components[2].Target != "u" {

@@ -162,3 +162,13 @@ func plural(n int, one, many string) string {
 	}
 	return fmt.Sprintf("%d %s", n, many)
 }
+
+// SkipOf returns the Skip that ctx's walk applies (empty when none), for a
+// source that looks at a tree without walking it (counting it for
+// progress): SkipOf(ctx).Dir never counts a skip.
+func SkipOf(ctx context.Context) Skip {
+	if s, _ := ctx.Value(skipKey{}).(*skipped); s != nil {
+		return s.Skip
+	}
+	return Skip{}
+}

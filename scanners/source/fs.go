@@ -130,6 +130,7 @@ func (s *fsSource) Walk(ctx context.Context, sink scanners.Sink) error {
 	}
 	var err error
 	if s.single {
+		expectFile(ctx, s.root)
 		fi, statErr := os.Lstat(s.root)
 		if statErr != nil {
 			err = statErr
@@ -137,7 +138,9 @@ func (s *fsSource) Walk(ctx context.Context, sink scanners.Sink) error {
 			jobs <- fsJob{abs: s.root, rel: filepath.Base(s.root), info: fi}
 		}
 	} else {
+		stop := expectTree(ctx, s.root) // for progress only
 		err = s.walkDir(ctx, sink, jobs)
+		stop()
 	}
 	close(jobs)
 	wg.Wait()
@@ -204,6 +207,9 @@ func (s *fsSource) walkDir(ctx context.Context, sink scanners.Sink, jobs chan<- 
 					continue
 				}
 				if fi.IsDir() {
+					if scanners.SkipDir(ctx, r) {
+						continue // --skip-dirs: not listed, counted in a note
+					}
 					if err := walk(abs, r); err != nil {
 						return err
 					}
@@ -215,6 +221,9 @@ func (s *fsSource) walkDir(ctx context.Context, sink scanners.Sink, jobs chan<- 
 				continue
 			}
 			if e.IsDir() {
+				if scanners.SkipDir(ctx, r) {
+					continue // --skip-dirs: not listed, counted in a note
+				}
 				if err := walk(abs, r); err != nil {
 					return err
 				}

@@ -582,10 +582,12 @@ func (s *gitSource) walkHistory(ctx context.Context, sink scanners.Sink, current
 	}
 	big := &gitBigBlobs{g: s.git}
 	defer big.close()
+	commits := newGitCommits(ctx, s.git) // for progress only
 	for f := range files {
 		if ctx.Err() != nil {
 			continue // drain so the parser's goroutine ends
 		}
+		commits.file(f)
 		if f.IsDelete || f.PatchHeader == nil {
 			continue
 		}

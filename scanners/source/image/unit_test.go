@@ -68,6 +68,7 @@ func TestImageHiddenNotes(t *testing.T) {
 type progressRecorder struct{ items, bytes, wantItems, wantBytes atomic.Int64 }
 
 func (r *progressRecorder) Start(scanners.Target)  {}
+func (r *progressRecorder) Scanned(int64)          {}
 func (r *progressRecorder) Finish(scanners.Target) {}
 func (r *progressRecorder) Expect(items, bytes int64) {
 	r.wantItems.Add(items)
