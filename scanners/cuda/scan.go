@@ -57,6 +57,7 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 	if err != nil {
 		return nil, err
 	}
+	scanners.AddComponent(ctx, components(a, d)...) // the bill of materials' CUDA and framework versions
 	return s.Findings(a, d), nil
 }
 
