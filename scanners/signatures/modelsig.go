@@ -145,5 +145,11 @@ func (s *Scanner) scanModelSig(ctx context.Context, a *scanners.Artifact, data [
 		out = append(out, s.fileFinding(a, RuleUnsafePath, sub(n), fmt.Sprintf(
 			"%s in the signed model was not read: %s; remove the link or re-sign with symlinks allowed", sub(strings.SplitN(n, " ", 2)[0]), n)))
 	}
+	if mp != nil && len(out) == 0 {
+		// Verified by a trusted signer, every file as signed: the bill of
+		// materials says so, and by whom.
+		scanners.AddComponent(ctx, scanners.Component{Kind: scanners.ComponentSignature, Path: a.Path, Subject: dir,
+			Signer: signer, Layer: a.Layer, Commit: a.Commit, Properties: map[string]string{"method": string(sig.Method)}})
+	}
 	return out
 }
