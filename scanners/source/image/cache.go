@@ -19,7 +19,7 @@ import (
 //
 // A layer's findings depend only on its bytes, the rules and the note each
 // file carries (deleted or replaced by a layer above: that depends on the
-// image). So the cache keeps, per (layer diff ID, RulesVersion), the layer's
+// image). So the cache keeps, per (layer diff ID, blob digest, RulesVersion), the layer's
 // findings, the notes of the files that had findings, and the layer's own
 // whiteouts and entries (which decide the notes of the layers below). A hit
 // is used only when every file with findings would get the same note in this
@@ -27,6 +27,22 @@ import (
 // are replayed as the scanners made them (with their fingerprints, so that
 // baselines and ignores match). A layer where any file could not be scanned
 // is never stored.
+//
+// Keys are digests mlwarden computed itself. An image's config and manifest
+// only claim digests: a config can name another image's layer while
+// carrying other bytes, and if the claim keyed the cache, scanning that
+// image would file "clean" under the other layer's name and hide it from
+// every later scan. So a layer is stored only once the walk has hashed its
+// whole decompressed stream and found the diff ID the config claims, and
+// its compressed blob and found the manifest's digest (checked by the
+// registry's verifying reader, or by the walker for a layout; a docker
+// archive has no compressed digest). A mismatch is an error for that layer
+// and nothing is stored. An entry is found only by an image that claims
+// both the same diff ID and the same blob digest; such an image's layer, if
+// it runs at all, is those bytes (runtimes check both digests on pull).
+// Every cache backend — this directory, and any shared one to come (a
+// Redis store is planned) — must keep to this: write only under verified
+// digests, look up only by the pair.
 //
 // The findings flow from the dispatcher's sink to the report, not back to
 // the source, so the cache needs a sink that hands them back: imgResultSink,
@@ -46,11 +62,15 @@ type imgResultSink interface {
 }
 
 // imgCacheVersion changes when the entry format does.
-const imgCacheVersion = 1
+// Version 2 added the blob digest and keys only verified layers: entries of
+// version 1 may have been filled by an image that claimed another's layer,
+// and are never read.
+const imgCacheVersion = 2
 
 type imgCacheEntry struct {
 	Version  int                `json:"version"`
 	DiffID   string             `json:"diff_id"`
+	Digest   string             `json:"digest,omitempty"` // the blob's; "" for a docker archive's layer
 	Findings []scanners.Finding `json:"findings"`
 	// Notes holds the note of each path with findings at the time of the scan.
 	Notes  map[string]string `json:"notes,omitempty"`
@@ -61,8 +81,8 @@ func (e *imgCacheEntry) events() *imgEvents { return imgEventsFrom(e.Events) }
 
 // matches reports whether the entry's findings are those a scan of the layer
 // would give in this image: every file with findings gets the same note.
-func (e *imgCacheEntry) matches(h *imgHidden, diffID string) bool {
-	if e.Version != imgCacheVersion || e.DiffID != diffID {
+func (e *imgCacheEntry) matches(h *imgHidden, diffID, digest string) bool {
+	if e.Version != imgCacheVersion || e.DiffID != diffID || e.Digest != digest {
 		return false
 	}
 	for _, f := range e.Findings {
@@ -186,21 +206,37 @@ func (c *imgCache) prune(now time.Time) {
 
 func (c *imgCache) enabled() bool { return c != nil }
 
-// file is the entry's file name: the diff ID's hex only (it comes from an
-// untrusted manifest, so anything else is refused).
-func (c *imgCache) file(diffID string) string {
-	algo, hx, ok := strings.Cut(diffID, ":")
-	if !ok || algo != "sha256" || len(hx) != 64 || strings.Trim(hx, "0123456789abcdef") != "" {
+// file is the entry's file name: the diff ID's hex and the blob digest's
+// (they come from an untrusted manifest, so anything but sha256 hex is
+// refused).
+func (c *imgCache) file(diffID, digest string) string {
+	hx := imgHex(diffID)
+	if hx == "" {
 		return ""
+	}
+	if digest != "" {
+		bx := imgHex(digest)
+		if bx == "" {
+			return ""
+		}
+		hx += "-" + bx
 	}
 	return filepath.Join(c.dir, hx+".json.gz")
 }
 
-func (c *imgCache) load(diffID string) *imgCacheEntry {
+func imgHex(d string) string {
+	algo, hx, ok := strings.Cut(d, ":")
+	if !ok || algo != "sha256" || len(hx) != 64 || strings.Trim(hx, "0123456789abcdef") != "" {
+		return ""
+	}
+	return hx
+}
+
+func (c *imgCache) load(diffID, digest string) *imgCacheEntry {
 	if c == nil {
 		return nil
 	}
-	name := c.file(diffID)
+	name := c.file(diffID, digest)
 	if name == "" {
 		return nil
 	}
@@ -214,7 +250,7 @@ func (c *imgCache) load(diffID string) *imgCacheEntry {
 		return nil
 	}
 	var e imgCacheEntry
-	if err := json.NewDecoder(zr).Decode(&e); err != nil || e.Version != imgCacheVersion || e.DiffID != diffID {
+	if err := json.NewDecoder(zr).Decode(&e); err != nil || e.Version != imgCacheVersion || e.DiffID != diffID || e.Digest != digest {
 		return nil
 	}
 	now := time.Now()
@@ -227,12 +263,15 @@ func (c *imgCache) store(j *imgLayerJob, ev *imgEvents) {
 	if c == nil {
 		return
 	}
-	name := c.file(j.diffID)
+	if !j.verified.Load() {
+		return // never under a digest mlwarden did not compute
+	}
+	name := c.file(j.diffID, j.digest)
 	if name == "" {
 		return
 	}
 	j.mu.Lock()
-	e := imgCacheEntry{Version: imgCacheVersion, DiffID: j.diffID, Notes: j.notes, Events: ev.list()}
+	e := imgCacheEntry{Version: imgCacheVersion, DiffID: j.diffID, Digest: j.digest, Notes: j.notes, Events: ev.list()}
 	e.Findings = make([]scanners.Finding, len(j.findings))
 	for i, f := range j.findings {
 		if f.Fingerprint == "" {

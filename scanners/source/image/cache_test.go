@@ -80,7 +80,7 @@ func TestImgCacheHitRefreshes(t *testing.T) {
 	c := newImgCache(Options{RulesVersion: "v1", CacheDir: t.TempDir()})
 	diffID := "sha256:" + strings.Repeat("ab", 32)
 	os.MkdirAll(c.dir, 0o700)
-	f, err := os.Create(c.file(diffID))
+	f, err := os.Create(c.file(diffID, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,11 +89,11 @@ func TestImgCacheHitRefreshes(t *testing.T) {
 	zw.Close()
 	f.Close()
 	long := time.Now().Add(-100 * 24 * time.Hour)
-	os.Chtimes(c.file(diffID), long, long)
-	if c.load(diffID) == nil {
+	os.Chtimes(c.file(diffID, ""), long, long)
+	if c.load(diffID, "") == nil {
 		t.Fatal("no hit")
 	}
-	fi, err := os.Stat(c.file(diffID))
+	fi, err := os.Stat(c.file(diffID, ""))
 	if err != nil || time.Since(fi.ModTime()) > time.Hour {
 		t.Errorf("entry time after a hit: %v, %v", fi.ModTime(), err)
 	}

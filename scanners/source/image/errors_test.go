@@ -241,16 +241,25 @@ func TestImageCache(t *testing.T) {
 	if cold.replayed != 0 || cold.scanned != 7 {
 		t.Fatalf("cold: replayed %d scanned %d", cold.replayed, cold.scanned)
 	}
-	// The warm scan reads no layer: remove every blob but the config.
-	for i := range 4 {
-		os.Remove(imgBlobPath(t, dir, f.img, i))
-	}
+	// The warm scan decompresses and scans no layer (it hashes a layout's
+	// blobs: they are files anyone can change).
 	warm := scan(dir, o)
 	if warm.scanned != 1 || warm.replayed == 0 { // only the config is scanned
 		t.Errorf("warm: replayed %d scanned %d", warm.replayed, warm.scanned)
 	}
 	if c, w := cold.fingerprints(), warm.fingerprints(); !slices.Equal(c, w) {
 		t.Errorf("warm findings differ:\ncold %q\nwarm %q", c, w)
+	}
+	// A blob changed on disk is no hit: it is read, and its digest fails.
+	p := imgBlobPath(t, dir, f.img, 0)
+	data, _ := os.ReadFile(p)
+	data[len(data)/2] ^= 0xff
+	os.WriteFile(p, data, 0o644)
+	src, _ := Open(context.Background(), SchemeOCI, dir, o)
+	tampered := &imgResultTestSink{scs: []scanners.Scanner{newImgRecorder()}}
+	src.Walk(context.Background(), tampered)
+	if len(tampered.errs) == 0 {
+		t.Errorf("a tampered layout blob replayed its cached findings (replayed %d)", tampered.replayed)
 	}
 	// Another rules version, or NoCache, misses.
 	for _, o2 := range []Options{{RulesVersion: "test-2", CacheDir: o.CacheDir}, {RulesVersion: "test-1", CacheDir: o.CacheDir, NoCache: true}} {

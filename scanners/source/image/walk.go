@@ -73,6 +73,9 @@ type imgLayerJob struct {
 	count     int
 	layer     v1.Layer
 	diffID    string
+	// diffKnown: diffID is the config's (or the layer's) diff ID, not a
+	// stand-in for a missing one.
+	diffKnown bool
 	digest    string // the compressed blob's digest, "" when unknown
 	size      int64  // compressed size, 0 when unknown
 	createdBy string
@@ -86,6 +89,10 @@ type imgLayerJob struct {
 	findings []scanners.Finding
 	notes    map[string]string // path → note, for paths with findings
 	failed   atomic.Bool       // some file or the layer could not be scanned
+	// verified is set once mlwarden has hashed the whole decompressed
+	// stream and found the diff ID the config claims (and the blob's
+	// digest, where there is one): only then may the layer be cached.
+	verified atomic.Bool
 }
 
 func (j *imgLayerJob) name() string {
@@ -138,9 +145,9 @@ func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
 		// The config's rootfs.diff_ids: asking the layer may decompress it
 		// (an OCI layout's layers do) just to hash it.
 		if len(cf.RootFS.DiffIDs) == len(layers) {
-			j.diffID = cf.RootFS.DiffIDs[i].String()
+			j.diffID, j.diffKnown = cf.RootFS.DiffIDs[i].String(), true
 		} else if d, err := l.DiffID(); err == nil {
-			j.diffID = d.String()
+			j.diffID, j.diffKnown = d.String(), true
 		}
 		if w.src.scheme != SchemeDockerArchive {
 			if d, err := l.Digest(); err == nil {
@@ -156,7 +163,7 @@ func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
 		if j.diffID == "" {
 			return fmt.Errorf("layer %d%s: no digest in the manifest or config", i+1, where)
 		}
-		j.cached = w.cache.load(j.diffID)
+		j.cached = w.cache.load(j.diffID, j.digest)
 		jobs[i] = j
 	}
 	w.progress.addLayers(jobs)
@@ -216,7 +223,7 @@ func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
 			break
 		}
 		startAhead(k)
-		if useCache && j.cached != nil && j.cached.matches(hidden, j.diffID) {
+		if useCache && j.cached != nil && j.cached.matches(hidden, j.diffID, j.digest) && w.verifyHit(ctx, j) {
 			if j.stream != nil {
 				j.stream.closeRead()
 			}
@@ -262,13 +269,56 @@ func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
 	}
 	if useCache {
 		for _, j := range jobs {
-			if j.failed.Load() || j.replayed || j.events == nil {
-				continue
+			if j.failed.Load() || j.replayed || j.events == nil || !j.verified.Load() {
+				continue // only what mlwarden hashed and found as claimed
 			}
 			w.cache.store(j, j.events)
 		}
 	}
 	return nil
+}
+
+// verifyHit hashes a local layer before its cached findings are replayed:
+// an OCI layout's blob file or a docker archive's layer can be changed on
+// disk without changing the digests that name it, so a hit there costs a
+// read and a hash (no decompression, no scan). A registry serves a blob by
+// its digest, which every client checks on pull: a hit is not fetched.
+func (w *imgWalker) verifyHit(ctx context.Context, j *imgLayerJob) bool {
+	var open func() (io.ReadCloser, error)
+	want := j.digest
+	switch w.src.scheme {
+	case SchemeRegistry:
+		return true
+	case SchemeOCI:
+		open = j.layer.Compressed
+	case SchemeDockerArchive:
+		open, want = j.layer.Uncompressed, j.diffID
+	default:
+		return false
+	}
+	rc, err := open()
+	if err != nil {
+		return false
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, imgCtxReader{ctx, rc}); err != nil {
+		return false
+	}
+	return "sha256:"+hex.EncodeToString(h.Sum(nil)) == want
+}
+
+// imgCtxReader stops reading once ctx is done.
+type imgCtxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r imgCtxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }
 
 // imgCreatedBy maps the history entries that made a layer to the layers, in
@@ -359,10 +409,17 @@ func (w *imgWalker) open(j *imgLayerJob) (*imgLayerReader, error) {
 		}
 		h := sha256.New()
 		cr := &imgCounter{r: io.TeeReader(rc, h), p: w.progress}
+		check := imgDigestCheck(h, cr, j.diffID, "diff ID")
 		return &imgLayerReader{
 			Reader:  cr,
 			closers: []io.Closer{rc},
-			check:   imgDigestCheck(h, cr, j.diffID, "diff ID"),
+			check: func() error {
+				if err := check(); err != nil || !cr.eof {
+					return err
+				}
+				j.verified.Store(j.diffKnown)
+				return nil
+			},
 		}, nil
 	}
 	rc, err := j.layer.Compressed()
@@ -402,6 +459,30 @@ func (w *imgWalker) open(j *imgLayerJob) (*imgLayerReader, error) {
 	default:
 		lr.Reader = br // an uncompressed tar
 	}
+	// The decompressed stream is hashed as well, and must be the diff ID
+	// the config claims: a config that names another image's layer while
+	// carrying other bytes is an error for that layer, and never fills the
+	// cache under that layer's name. (The blob's own digest is checked by
+	// the registry's verifying reader, or above for a layout.)
+	if j.diffKnown {
+		ur := &imgCounter{r: lr.Reader}
+		uh := sha256.New()
+		lr.Reader = io.TeeReader(ur, uh)
+		blob := lr.check
+		check := imgDigestCheck(uh, ur, j.diffID, "diff ID")
+		lr.check = func() error {
+			if blob != nil {
+				if err := blob(); err != nil {
+					return err
+				}
+			}
+			if err := check(); err != nil || !ur.eof || !cr.eof {
+				return err
+			}
+			j.verified.Store(true)
+			return nil
+		}
+	}
 	return lr, nil
 }
 
@@ -433,7 +514,11 @@ func imgDigestCheck(h hash.Hash, cr *imgCounter, want, what string) func() error
 		}
 		got := "sha256:" + hex.EncodeToString(h.Sum(nil))
 		if got != want {
-			return fmt.Errorf("%s mismatch: content is %s, manifest says %s (corrupt or tampered blob)", what, imgShort(got), imgShort(want))
+			says := "manifest"
+			if what == "diff ID" {
+				says = "config"
+			}
+			return fmt.Errorf("%s mismatch: content is %s, %s says %s (corrupt or tampered blob)", what, imgShort(got), says, imgShort(want))
 		}
 		return nil
 	}
