@@ -195,29 +195,39 @@ func dpkgPackages(data []byte) []Package {
 		out = append(out, Package{Ecosystem: rules.EcosystemNVIDIA, Name: prod, Version: cur.version, Raw: cur.version,
 			Line: cur.line, From: "dpkg packages " + cur.name})
 	}
-	eachLine(data, func(n int, line string) bool {
-		if strings.TrimSpace(line) == "" {
+	field := func(line []byte, name string) (string, bool) {
+		if len(line) <= len(name) || line[len(name)] != ':' || !bytes.EqualFold(line[:len(name)], []byte(name)) {
+			return "", false
+		}
+		return strings.TrimSpace(string(line[len(name)+1:])), true
+	}
+	for n, rest := 1, data; len(rest) > 0; n++ {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(bytes.TrimSpace(line)) == 0 {
 			flush()
-			return true
+			continue
 		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return true // continuation of a multi-line field
+		switch line[0] {
+		case 'P', 'p':
+			if v, ok := field(line, "package"); ok {
+				cur.name, cur.line = v, n
+			}
+		case 'V', 'v':
+			if v, ok := field(line, "version"); ok {
+				cur.version = v
+			}
+		case 'S', 's':
+			if v, ok := field(line, "status"); ok {
+				cur.status = v
+			}
 		}
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			return true
-		}
-		v = strings.TrimSpace(v)
-		switch strings.ToLower(k) {
-		case "package":
-			cur.name, cur.line = v, n
-		case "version":
-			cur.version = v
-		case "status":
-			cur.status = v
-		}
-		return true
-	})
+	}
 	flush()
 	for i := range out {
 		if !strings.Contains(out[i].From, ",") {
