@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Score mlwarden and Scorecard on the pins corpus (bench/pins-corpus.sh).
 
-pins-corpus-eval.py WORK EXPECT [--misses]
+pins-corpus-eval.py WORK EXPECT [--misses] [--only=GROUP]...
 
 WORK holds mlwarden-GROUP.json, scorecard-GROUP.tsv and hadolint-labels.tsv
 as pins-corpus.sh writes them; EXPECT is bench/pins-corpus.expect. Prints,
@@ -163,7 +163,10 @@ def score_lines(sc, tool, group, reports, expected):
 def main():
     work, expect_path = sys.argv[1], sys.argv[2]
     show = '--misses' in sys.argv
+    only = [a.split('=', 1)[1] for a in sys.argv if a.startswith('--only=')]
     expected, overrides = load_expect(expect_path)
+    if only:
+        expected = {e for e in expected if e[0] in only}
     sc = Score()
     tools = ['mlwarden']
     have_before = all(os.path.exists(os.path.join(work, 'before-%s.json' % g)) for g in LINE_GROUPS + ('hadolint',))
@@ -175,6 +178,8 @@ def main():
     for e in expected:
         sc.expected[e[4]] += 1
     for g in LINE_GROUPS:
+        if only and g not in only:
+            continue
         score_lines(sc, 'mlwarden', g, load_mlwarden(work, g), expected)
         if have_before:
             score_lines(sc, 'before', g, load_mlwarden(work, g, 'before'), expected)
@@ -185,7 +190,7 @@ def main():
     before = load_mlwarden(work, 'hadolint', 'before') if have_before else set()
     scr = load_scorecard(work, 'hadolint') if have_scorecard else set()
     with open(os.path.join(work, 'hadolint-labels.tsv')) as f:
-        for l in f:
+        for l in (f if not only or 'hadolint' in only else []):
             rel, rule, catches = l.rstrip('\n').split('\t')
             c = HADOLINT[rule]
             want = overrides.get(rel, catches == '1')
