@@ -66,6 +66,12 @@ type Options struct {
 	// that layer; the files read before it are still scanned.
 	MaxLayerBytes int64
 	MaxEntries    int
+	// NetworkTimeout bounds each registry request: connecting, the TLS
+	// handshake, the response headers, any read of a body that gets
+	// nothing, and a body that sends less than 1 KiB in that much waiting
+	// (default DefaultNetworkTimeout; negative: go-containerregistry's
+	// defaults, which wait forever for an answer). See transport.go.
+	NetworkTimeout time.Duration
 	// Concurrency bounds how many files are handed to the sink at once and
 	// how many layers are fetched ahead (default GOMAXPROCS).
 	Concurrency int
@@ -110,6 +116,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CacheMaxAge == 0 {
 		o.CacheMaxAge = DefaultCacheMaxAge
+	}
+	if o.NetworkTimeout == 0 {
+		o.NetworkTimeout = DefaultNetworkTimeout
 	}
 	return o
 }
@@ -266,6 +275,7 @@ func (s *imgSource) resolve(ctx context.Context) ([]imgPlatformImage, error) {
 			remote.WithAuthFromKeychain(imgFallbackKeychain{s.opts.Keychain}),
 			remote.WithUserAgent("mlwarden"),
 		}
+		opts = append(opts, imgRemoteOptions(s.opts.NetworkTimeout)...)
 		desc, err := remote.Get(s.nameRef, opts...)
 		if err != nil {
 			return nil, imgRegistryError(s.nameRef.Context().RegistryStr(), err)
