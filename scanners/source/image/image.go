@@ -66,6 +66,12 @@ type Options struct {
 	// that layer; the files read before it are still scanned.
 	MaxLayerBytes int64
 	MaxEntries    int
+	// DownloadLimit bounds the bytes downloaded for one OCI model artifact
+	// (ModelPack, KitOps, Docker model, ORAS; see model.go), whose raw and
+	// uncompressed tar layers are read in ranges, only where the checks
+	// read them (default DefaultDownloadLimit; negative: no bound).
+	// Container images are not bound by it.
+	DownloadLimit int64
 	// NetworkTimeout bounds each registry request: connecting, the TLS
 	// handshake, the response headers, any read of a body that gets
 	// nothing, and a body that sends less than 1 KiB in that much waiting
@@ -101,6 +107,9 @@ const (
 func (o Options) withDefaults() Options {
 	if o.MaxLayerBytes <= 0 {
 		o.MaxLayerBytes = DefaultMaxLayerBytes
+	}
+	if o.DownloadLimit == 0 {
+		o.DownloadLimit = DefaultDownloadLimit
 	}
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultMaxEntries

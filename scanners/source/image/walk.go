@@ -107,6 +107,9 @@ func imgShort(d string) string {
 }
 
 func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
+	if m := w.src.modelOf(pi.img); m != nil {
+		return w.model(ctx, pi, m) // model.go: files, not a root file system
+	}
 	target := w.src.Target().Name
 	img := pi.img
 	where := ""
