@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,5 +80,38 @@ func TestPinCommand(t *testing.T) {
 	}
 	if _, _, code := runPinCmd(t); code != ExitError {
 		t.Errorf("no args: code %d", code)
+	}
+}
+
+// TestPinActions: uses: is pinned to the commit the GitHub API names, with
+// the tag kept as a comment; --offline asks nothing and says so.
+func TestPinActions(t *testing.T) {
+	sha := strings.Repeat("c", 40)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/repos/actions/checkout/commits/v4" || r.Header.Get("Accept") != "application/vnd.github.sha" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(sha))
+	}))
+	defer api.Close()
+	gh := filepath.Join(t.TempDir(), ".github", "workflows")
+	if err := os.MkdirAll(gh, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wf2 := filepath.Join(gh, "ci.yml")
+	orig := "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n"
+	if err := os.WriteFile(wf2, []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errOut, code := runPinCmd(t, "--offline", wf2)
+	if b, _ := os.ReadFile(wf2); code != 0 || string(b) != orig || !strings.Contains(errOut, "cannot resolve offline") || out != "" {
+		t.Errorf("offline: code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	out, errOut, code = runPinCmd(t, "--github-api", api.URL, wf2)
+	want := strings.Replace(orig, "actions/checkout@v4", "actions/checkout@"+sha+" # v4", 1)
+	if b, _ := os.ReadFile(wf2); code != 0 || string(b) != want || !strings.Contains(out, "-> actions/checkout@"+sha+" # v4") {
+		t.Errorf("pin: code %d, stdout %q, stderr %q, file:\n%s", code, out, errOut, b)
 	}
 }
