@@ -21,11 +21,11 @@ func FuzzCluster(f *testing.F) {
 	f.Add("pod.json", `{"kind": "Pod", "spec": {"hostNetwork": true, "volumes": [{"name": "s", "hostPath": {"path": "/var/run"}}], "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/mig-9g.1gb": "1"}}}]}}`)
 	f.Add("a.yaml", "a: &x [*x]\nkind: *x\n")
 	f.Add("s.yaml", "mig: {strategy: single}\nflags: {migStrategy: mixed}\n")
+	c, err := NewCluster()
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, path, content string) {
-		c, err := NewCluster()
-		if err != nil {
-			t.Fatal(err)
-		}
 		a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "fuzz", Path: path}
 		fs, err := scanners.ScanBytes(context.Background(), c, a, []byte(content))
 		if err != nil {
