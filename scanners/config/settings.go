@@ -156,6 +156,8 @@ func All() []Setting {
 			Help: "a previous JSON report: its findings are suppressed"},
 		{Name: "max-file-size", Key: "max-file-size", Type: Size, Default: "64GiB", Commands: []string{CmdScan, CmdServe},
 			Help: "largest file to scan (e.g. 500MB, 2GiB); larger files are reported as errors, never skipped silently"},
+		{Name: "max-memory", Key: "max-memory", Type: Size, Default: "1GiB", Commands: scanning,
+			Help: "soft ceiling on the process's memory (Go's memory limit: the collector works harder near it); every parser also bounds what one file may make it hold (0: no ceiling)"},
 		{Name: "secrets-config", Key: "secrets.config", Type: Path, Commands: scanning,
 			Help: "extra secret rules in gitleaks TOML format, extending the built-in set"},
 		{Name: "workers", Key: "workers", Type: Int, Default: "0", Commands: scanning,

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mlwarden/mlwarden/reports"
 	"io"
 	"os"
 	"os/signal"
@@ -74,7 +75,7 @@ func MainContext(ctx context.Context, build BuildInfo, stdin io.Reader, stdout, 
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "mlwarden: %v\n", err)
+		fmt.Fprintf(stderr, "mlwarden: %s\n", reports.Escape(err.Error()))
 		var ee *exitError
 		if errors.As(err, &ee) {
 			return ee.code

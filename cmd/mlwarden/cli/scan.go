@@ -85,12 +85,13 @@ func (a *app) configure(c *cobra.Command, targets []string) (*config.Values, err
 
 // pipeline builds the scan pipeline from resolved settings.
 func (a *app) pipeline(v *config.Values, adjust func(*scan.Options)) (*scan.Scanner, error) {
+	setMemoryLimit(v)
 	o, err := scan.OptionsFrom(v)
 	if err != nil {
 		return nil, usageError("%v", err)
 	}
 	o.Stdin, o.Version = a.stdin, a.build.Version+"\x00"+a.build.Commit
-	o.Warn = func(w string) { fmt.Fprintf(a.stderr, "mlwarden: warning: %s\n", w) }
+	o.Warn = func(w string) { fmt.Fprintf(a.stderr, "mlwarden: warning: %s\n", reports.Escape(w)) }
 	if adjust != nil {
 		adjust(&o)
 	}
