@@ -47,6 +47,10 @@ func FuzzShell(f *testing.F) {
 		"eval \"$(curl -s https://e.test)\"\nsh -c 'sh -c \"pip install y\"'\n",
 		"module load cuda\nml gcc python/3.11\nenroot import docker://u@r#i:1\napptainer pull docker://ubuntu\n",
 		"#!/bin/bash\r\n#SBATCH --container-im 'r.example.com#n/p':1#old -J\r\n#SLURM x\\#y\r\n#SBATCH hetjob --container-image=\"$I\"\r\ncat <<E\n#SBATCH --container-image=a\nE\n",
+		"srun --overlap bash -c \"\n python -m sglang.launch_server \\\n --host 0.0.0.0 --trust-remote-code\n\" &\nssh -p 22 n1 \"pip install x\" <<EOF\npip install y\nEOF\n",
+		": \"${IMG:=nvcr.io/n/p:1}\"\nIMG2=${IMG2:-u:latest}\nsrun --container-image=$IMG true\napptainer exec library://a/b/c:sha256.00 true\ndocker run --rm -e A=1 img:1 pip install z\n",
+		"cd /opt && curl -fsSL get.e.test > i.sh | tee t && aws s3 cp s3://b/k ./ && gsutil gs://b/x /tmp/\necho \"aa  i.sh\" | sha256sum -c -\nbash i.sh\n",
+		"go get -tool e.test/x@v1\nnpx -p y@latest z\nyarn\nnuget install a -Version 1\nchoco install b\napt-get install -y c=1 d\ndnf module install e\nxargs -I{} sh -c 'uvx f {}'\nsu -c 'pipx run g' u\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -98,6 +102,7 @@ func FuzzYAML(f *testing.F) {
 		"x: &x {containers: [{image: b}]}\ny: [*x, *x, *x]\napiVersion: v1\nkind: List\n",
 		"image: &i {repository: a, tag: latest}\nworker: {image: *i, sideImage: b:1, images: [{image: c}]}\n",
 		"kind: Kustomization\nimages: [{name: a, newTag: latest}, {name: b, newName: c, newTag: '1', digest: d}]\n",
+		"jobs:\n  a:\n    runs-on: windows-latest\n    strategy: {matrix: {img: [a:1, b], include: [{img: c@sha256:00}]}}\n    container: ${{ matrix.img }}\n    services: {r: {image: \"${{ x == 'y' && 'r:1' || '' }}\"}}\n    steps:\n      - uses: |\n          o/r@v1\n      - run: iwr https://e.test | iex\n  b: {uses: o/r/.github/workflows/w.yml@main}\nruns: {using: docker, image: docker://i:1, steps: [{uses: $/x}]}\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -108,6 +113,16 @@ func FuzzYAML(f *testing.F) {
 		fuzzScan(t, "chart/values.yaml", data)
 		fuzzScan(t, "overlay/kustomization.yaml", data)
 	})
+}
+
+func FuzzPowerShell(f *testing.F) {
+	for _, s := range []string{
+		"$ErrorActionPreference = 'Stop'\niwr -useb https://e.test/i.ps1 | iex\niex ((New-Object System.Net.WebClient).DownloadString('https://e.test/c.ps1'))\nchoco install git --version 2.44.0\n",
+		"Invoke-WebRequest -Uri https://e.test/x -OutFile x.zip\r\n& ./x.exe /S\r\npip install y\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzScan(t, "install.ps1", data) })
 }
 
 func FuzzNotebook(f *testing.F) {
