@@ -52,7 +52,7 @@ func TestAction(t *testing.T) {
 	if a.Runs.Using != "composite" {
 		t.Errorf("runs.using %q, want composite", a.Runs.Using)
 	}
-	for _, in := range []string{"targets", "checks", "fail-on", "format", "config", "version"} {
+	for _, in := range []string{"targets", "checks", "fail-on", "format", "config", "no-target-config", "version"} {
 		if a.Inputs[in].Description == "" {
 			t.Errorf("input %s missing or undescribed", in)
 		}
@@ -136,7 +136,7 @@ func testScanStep(t *testing.T, script string) {
 		cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script)
 		cmd.Env = append(os.Environ(), "RUNNER_TEMP="+dir, "GITHUB_OUTPUT="+filepath.Join(dir, "out"),
 			"TARGETS=. \n registry:example.com/a:1", "CHECKS=all", "FAIL_ON=high", "FORMAT=sarif",
-			"OUTPUT=r.sarif", "CONFIG=ci/mlwarden.yaml")
+			"OUTPUT=r.sarif", "CONFIG=ci/mlwarden.yaml", "NO_TARGET_CONFIG=true")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("mlwarden exit %s: the step failed: %v\n%s", rc, err, out)
 		}
@@ -145,7 +145,7 @@ func testScanStep(t *testing.T, script string) {
 			t.Errorf("mlwarden exit %s: outputs %q", rc, out)
 		}
 		args, _ := os.ReadFile(filepath.Join(dir, "args"))
-		want := "scan --checks all --fail-on high --format sarif --output r.sarif --config ci/mlwarden.yaml . registry:example.com/a:1\n"
+		want := "scan --checks all --fail-on high --format sarif --output r.sarif --config ci/mlwarden.yaml --no-target-config . registry:example.com/a:1\n"
 		if got := strings.ReplaceAll(string(args), "\n", " "); got != strings.ReplaceAll(want, "\n", " ") {
 			t.Errorf("mlwarden ran with %q, want %q", got, want)
 		}
