@@ -97,8 +97,9 @@ func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 	case kindNone:
 		return false
 	case kindJSON:
+		// Host files, inventories, and manifests that name NVIDIA images.
 		return bytes.Contains(head, []byte(`"driver_version"`)) || bytes.Contains(head, []byte(`"pools"`)) ||
-			bytes.Contains(head, []byte("nvidia")) || bytes.Contains(head, []byte("mlflow"))
+			bytes.Contains(head, []byte("nvidia"))
 	}
 	return true
 }
