@@ -1,8 +1,13 @@
 package pins
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mlwarden/mlwarden/scanners"
 )
 
 // The constructs of issue 22, each with cases that must be found at their
@@ -233,4 +238,21 @@ func TestScorecardForms(t *testing.T) {
 		{"curl with its URL in its config", "a.sh", "curl > /tmp/file && bash /tmp/file\ncurl -K cfg | sh\n", []string{"download-exec@1", "curl-pipe-shell@2"}},
 		{"a bare name runs from PATH, not the download", "a.sh", "aws s3api get-object --bucket b --key dir/exe . && exe\n", nil},
 	})
+}
+
+// TestRequirementFilesInTarget: a file a script installs from is judged
+// where it is when the target holds it, and reported when it does not.
+func TestRequirementFilesInTarget(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "jobs"), 0o755)
+	os.WriteFile(filepath.Join(dir, "requirements.txt"), []byte("torch\n"), 0o644)                    // its own artifact
+	os.WriteFile(filepath.Join(dir, "jobs", "deps.pip"), []byte("numpy>=1\n"), 0o644)                 // judged from the script
+	os.WriteFile(filepath.Join(dir, "jobs", "env.yaml"), []byte("dependencies:\n  - scipy\n"), 0o644) // a conda file, judged from the script
+	script := "#!/bin/bash\npip install -r /workspace/requirements.txt\npip install -r deps.pip\nconda env create -f env.yaml\npip install -r missing.txt\npip install --require-hashes -r missing.txt\n"
+	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: dir, TargetKind: scanners.KindDir, Path: "jobs/train.sh", FS: openRoot(t, dir)}
+	got := findingPaths(t, a, []byte(script))
+	want := []string{"jobs/deps.pip:pins/pip-unpinned", "jobs/env.yaml:pins/conda-unpinned", "jobs/train.sh:pins/requirements-not-in-target"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
 }

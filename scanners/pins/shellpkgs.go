@@ -203,8 +203,12 @@ func (sc *shellScan) requirementFile(what, file string, ln int, conda bool) {
 		return
 	}
 	if p, ok := sc.findInTarget(file); ok {
-		if a.TargetKind != scanners.KindFile && classify(&scanners.Artifact{Kind: scanners.ArtifactFile, Path: p}, nil) != kindNone {
-			return // checked as its own artifact
+		own := kindRequirements
+		if conda {
+			own = kindConda
+		}
+		if a.TargetKind != scanners.KindFile && classify(&scanners.Artifact{Kind: scanners.ArtifactFile, Path: p}, nil) == own {
+			return // checked as its own artifact, as what it is
 		}
 		data, err := fs.ReadFile(a.FS, p)
 		if err != nil || len(data) > maxInput {
