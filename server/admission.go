@@ -238,7 +238,10 @@ func (s *Server) checkImage(ctx context.Context, a *answer, pol Policy, sigs Sig
 
 	switch {
 	case dryRun:
-		a.act(pol.Fallback, "%s: no mlwarden verdict for %s yet (dry run: not scanned)", who, short)
+		// Nothing runs on a dry run, and a real request would be scanned:
+		// say so, whatever the fallback (server-side diffs of GitOps tools
+		// are dry runs).
+		a.warn("%s: no mlwarden verdict for %s yet (dry run: not scanned)", who, short)
 	case pol.NoVerdict == Deny || pol.NoVerdict == Warn:
 		_, qerr := s.scans.enqueue(d, nil, "admission")
 		hint := "a scan is queued; try again in a minute"
@@ -252,7 +255,12 @@ func (s *Server) checkImage(ctx context.Context, a *answer, pol Policy, sigs Sig
 		j := s.scans.now(d, nil, "admission")
 		select {
 		case <-j.done:
-			if j.err != nil {
+			var off errHandedOff
+			switch {
+			case errors.As(j.err, &off):
+				a.act(pol.Fallback, "%s: scan of %s did not finish within %s (%v); try again later", who, short, s.cfg.ScanDeadline, off.why)
+				return
+			case j.err != nil:
 				a.act(pol.Fallback, "%s: scan of %s failed: %v", who, short, j.err)
 				return
 			}

@@ -38,8 +38,11 @@ type Policy struct {
 	// NoVerdict is what to do when no verdict is kept for the digest:
 	// deny, warn (and queue a scan) or scan (default: scan inline).
 	NoVerdict Action `yaml:"no-verdict,omitempty"`
-	// Fallback answers when the inline scan missed its deadline or failed
-	// (deny or warn; default warn).
+	// Fallback answers when an image could not be judged: the inline scan
+	// missed its deadline or failed, the tag could not be resolved, or the
+	// scan is incomplete (deny or warn; default deny: fail closed, so that a
+	// registry that stalls, or a scan made to fail, never admits an image
+	// unchecked).
 	Fallback Action `yaml:"fallback,omitempty"`
 	// Signatures is what to do when the signature check fails: deny, warn or
 	// allow (default warn; allow when no verifier is configured).
@@ -132,7 +135,7 @@ func DefaultConfig() Config {
 			FailOn:     "high",
 			Digest:     Warn,
 			NoVerdict:  Scan,
-			Fallback:   Warn,
+			Fallback:   Deny,
 			Signatures: Warn,
 			Misconfig:  Warn,
 		},

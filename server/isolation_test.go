@@ -19,7 +19,9 @@ import (
 // in namespaces whose policy opts in (isolation: deny or warn), with the
 // misconfig check's rule IDs; pods without GPUs and clean GPU pods pass.
 func TestAdmissionIsolation(t *testing.T) {
-	cfg, err := server.ParseConfig([]byte("namespaces:\n  tenants: {isolation: deny}\n  labs: {isolation: warn}\n"))
+	// No scanner: images get the fallback, warn here so that the Pod's
+	// own rules decide.
+	cfg, err := server.ParseConfig([]byte("fallback: warn\nnamespaces:\n  tenants: {isolation: deny}\n  labs: {isolation: warn}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

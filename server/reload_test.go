@@ -18,7 +18,13 @@ import (
 // Pod denied under fail-on high is admitted once the config says critical;
 // an invalid config changes nothing; settings that need a restart are named.
 func TestReload(t *testing.T) {
-	s, err := server.New()
+	// No scanner: the image gets the fallback, warn here so that the Pod's
+	// own rules decide.
+	warn, err := server.ParseConfig([]byte("fallback: warn\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.New(server.WithConfig(warn))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +42,7 @@ func TestReload(t *testing.T) {
 	if r := review(); r.Allowed {
 		t.Fatalf("privileged pod admitted under the default policy: %q", r.Warnings)
 	}
-	lenient, err := server.ParseConfig([]byte("fail-on: critical\nworkers: 7\n"))
+	lenient, err := server.ParseConfig([]byte("fail-on: critical\nfallback: warn\nworkers: 7\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,8 +107,14 @@ func (c *coordinator) enqueue(ref name.Digest, auth authn.Authenticator, origin 
 }
 
 // now starts a scan of ref at once, outside the queue, unless one is queued
-// or running, and returns the job to wait on. The scan goes on after the
-// caller stops waiting, so a later admission finds its verdict.
+// or running, and returns the job to wait on. An inline scan holds one of
+// a few slots, so it is bounded: it waits at most the scan deadline for a
+// slot and runs at most the scan deadline (the admission that asked cannot
+// use a later answer anyway). One that did not get a slot, or did not
+// finish, is handed to the queue, whose workers finish it under the queued
+// scans' bound and keep the verdict for the next admission; its waiters
+// are told so. A registry that stalls every scan therefore holds a slot
+// for one deadline at a time, never for good.
 func (c *coordinator) now(ref name.Digest, auth authn.Authenticator, origin string) *scanJob {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -118,19 +124,53 @@ func (c *coordinator) now(ref name.Digest, auth authn.Authenticator, origin stri
 	j := &scanJob{ref: ref, auth: auth, origin: origin, done: make(chan struct{})}
 	c.jobs[ref.DigestStr()] = j
 	ctx := c.ctx
+	deadline := c.s.cfg.ScanDeadline
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		wait := time.NewTimer(deadline)
+		defer wait.Stop()
 		select {
 		case c.urgent <- struct{}{}:
-			defer func() { <-c.urgent }()
+		case <-wait.C:
+			c.handOff(j, fmt.Errorf("no inline scan slot free within %s", deadline))
+			return
 		case <-ctx.Done():
 			c.finish(j, nil, ctx.Err())
 			return
 		}
-		c.run(ctx, j, 0)
+		sctx, cancel := context.WithTimeout(ctx, deadline)
+		v, err := c.scanOnce(sctx, j)
+		cancel()
+		<-c.urgent
+		switch {
+		case err == nil || errors.Is(err, errSkipped):
+			c.finish(j, v, err)
+		case ctx.Err() == nil && sctx.Err() != nil:
+			c.handOff(j, fmt.Errorf("the inline scan did not finish within %s", deadline))
+		default:
+			c.s.metrics.scanFailures.Inc()
+			c.s.log.Warn("scan failed", "image", j.ref.String(), "attempt", 1, "err", err)
+			c.finish(j, nil, err)
+		}
 	}()
 	return j
+}
+
+// errHandedOff is the error of an inline job handed to the queue.
+type errHandedOff struct{ why error }
+
+func (e errHandedOff) Error() string { return e.why.Error() + "; the scan goes on in the queue" }
+
+// handOff ends an inline job that could not run in time, telling its
+// waiters why, and queues a scan of the same image.
+func (c *coordinator) handOff(j *scanJob, why error) {
+	c.finish(j, nil, errHandedOff{why})
+	if _, err := c.enqueue(j.ref, j.auth, j.origin); err != nil {
+		c.s.log.Warn("not queued", "image", j.ref.String(), "err", err)
+		return
+	}
+	c.s.log.Info("inline scan handed to the queue", "image", j.ref.String(), "reason", why.Error())
 }
 
 // run scans j, retrying with doubling back-off, and keeps the verdict.

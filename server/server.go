@@ -304,11 +304,16 @@ func (s *Server) Run(ctx context.Context, lc ListenConfig, ready func(net.Addr))
 		return fmt.Errorf("listen: %w", err)
 	}
 	hs := &http.Server{
-		Handler:           s.Handler(),
+		Handler: s.Handler(),
+		// A slow or hostile client holds a connection for seconds, never
+		// for good: headers within 5 s and at most 64 KiB (the API server
+		// and registries send a few hundred bytes), the whole request
+		// within 30 s, the answer within 60 s.
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	if lc.CertFile != "" {
