@@ -103,7 +103,7 @@ var (
 		"Without revision= the main branch is fetched; the repository owner (or whoever takes the account) can change the weights or code.",
 		"Pass the commit: revision=\"<40-hex commit>\" (huggingface-cli/hf download: --revision <commit>).")
 	ruleTrustRemoteCode = rule("trust-remote-code", scanners.SeverityHigh,
-		"trust_remote_code=True runs the model repository's Python code",
+		"trust_remote_code=True or --trust-remote-code runs the model repository's Python code",
 		"Loading the model executes code from the hub repository, with your credentials and GPUs.",
 		"Avoid it, or review the code and pin revision=\"<40-hex commit>\" in the same call so reviewed code is what runs.")
 	ruleTorchHubUnpinned = rule("torch-hub-unpinned", scanners.SeverityMedium,
