@@ -54,7 +54,9 @@ for r in ossf+scorecard zizmorcore+zizmor hadolint+hadolint; do
 done
 
 # Scorecard's test data, as its tests read it (workflows under .github/).
-git -C "$(repo ossf+scorecard)" archive "$SCORECARD_COMMIT" checks/raw/testdata | tar -x -C "$work"
+# (git archive warns about the mirror's absent large files, which are not
+# among the paths taken; its messages go to a log.)
+git -C "$(repo ossf+scorecard)" archive "$SCORECARD_COMMIT" checks/raw/testdata 2>>"$work/git-archive.log" | tar -x -C "$work"
 mv "$work/checks/raw/testdata" "$corpus/scorecard"
 rm -rf "$work/checks"
 
@@ -108,7 +110,7 @@ if [ -z "$scorecard" ]; then
 	# Everything but the large data files the mirror does not hold.
 	dirs=$(git -C "$(repo ossf+scorecard)" ls-tree --name-only "$SCORECARD_COMMIT" | grep -v -e '^cron$' -e '^docs$')
 	# shellcheck disable=SC2086
-	git -C "$(repo ossf+scorecard)" archive "$SCORECARD_COMMIT" $dirs | tar -x -C "$src"
+	git -C "$(repo ossf+scorecard)" archive "$SCORECARD_COMMIT" $dirs 2>>"$work/git-archive.log" | tar -x -C "$src"
 	mkdir -p "$src/cmd/pinraw"
 	cat >"$src/cmd/pinraw/main.go" <<'GO'
 // pinraw runs Scorecard's Pinned-Dependencies raw check on a local
