@@ -181,3 +181,38 @@ func nestedZip(depth int) []byte {
 	}
 	return data
 }
+
+// TestNestedPickles: every pickle nested in a bytes constant is walked
+// (only 16 per stream were, silently), and nesting deeper than 8 is a limit.
+func TestNestedPickles(t *testing.T) {
+	call := []byte("\x80\x02cposix\nsystem\n(S'true'\ntR.")
+	benign := []byte("\x80\x02K\x01.")
+	bytesConst := func(b *bytes.Buffer, d []byte) {
+		b.WriteByte('B')
+		b.Write([]byte{byte(len(d)), byte(len(d) >> 8), byte(len(d) >> 16), byte(len(d) >> 24)})
+		b.Write(d)
+	}
+	var many bytes.Buffer
+	many.WriteString("\x80\x02(")
+	for range 40 {
+		bytesConst(&many, benign)
+	}
+	bytesConst(&many, call) // the 41st
+	many.WriteString("l.")
+	fs, incomplete := scanHostile(t, New(), "x.pkl", many.Bytes())
+	if incomplete || !has(fs, "models/pickle-dangerous-global", "posix.system") {
+		t.Errorf("41st nested pickle: incomplete %v, %v", incomplete, fs[:min(len(fs), 5)])
+	}
+	deep := call
+	for range 10 {
+		var b bytes.Buffer
+		b.WriteString("\x80\x02")
+		bytesConst(&b, deep)
+		b.WriteString(".")
+		deep = b.Bytes()
+	}
+	fs, incomplete = scanHostile(t, New(), "x.pkl", deep)
+	if !incomplete || !has(fs, "models/unscannable", "nested in bytes constants") {
+		t.Errorf("10 deep: incomplete %v, %v", incomplete, fs[:min(len(fs), 5)])
+	}
+}

@@ -252,6 +252,8 @@ type scan struct {
 	// perRule counts findings by rule; dropped are the rules past maxPerRule.
 	perRule map[string]int
 	dropped map[string]scanners.Severity
+	// nested counts the pickles walked inside bytes constants.
+	nested int
 }
 
 // summarize adds one finding per rule that was past maxPerRule.

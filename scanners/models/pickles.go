@@ -24,6 +24,11 @@ const (
 	pickleNpy
 )
 
+// maxNested is how many pickles nested in bytes constants one file may hold
+// (an old checkpoint saved through torch.storage._load_from_bytes has one per
+// storage).
+const maxNested = 100_000
+
 // rawKeep is how much of a pickle stream is kept for the byte scan that
 // backs up a walk that failed.
 const rawKeep = 4 << 20
@@ -51,7 +56,18 @@ func (sc *scan) pickle(p place, r io.Reader, mode pickleMode, _ io.ReaderAt) *pi
 	if mode == pickleTorchLegacy {
 		lim.MaxStreams = 5
 	}
-	w := pickle.NewWalker(io.TeeReader(r, raw), lim, pickle.Hooks{AfterBuild: joblibArray})
+	nested := func(off int64, data string) {
+		// Pickles inside pickles (torch.storage._load_from_bytes, a
+		// pickle.loads payload) are walked as they are found: at most 8 deep
+		// and maxNested in one file.
+		if len(p) > 8 || sc.nested >= maxNested {
+			sc.limit("nested pickle limit", p, fmt.Sprintf("Pickles nested in bytes constants%s deeper than 8, or more than %d in one file, were not walked.", p.in(), maxNested))
+			return
+		}
+		sc.nested++
+		sc.pickle(p.child(fmt.Sprintf("(pickle in a bytes constant at offset %d)", off)), strings.NewReader(data), pickleRaw, nil)
+	}
+	w := pickle.NewWalker(io.TeeReader(r, raw), lim, pickle.Hooks{AfterBuild: joblibArray, Nested: nested})
 	res := w.Run()
 	sc.reportPickle(p, res, raw.Bytes(), mode)
 	return res
@@ -266,12 +282,6 @@ func (sc *scan) reportPickle(p place, res *pickle.Result, raw []byte, mode pickl
 				fmt.Sprintf("The %s%s is malformed: %s%s. The unpickler runs every opcode before the error, and scanners that give up there miss the payload; the whole stream was analysed as far as it could be read, and its bytes searched for imports. %s", kind, p.in(), first.Msg, more, ruleMalformed.Fix),
 				first.Msg+p.in())
 		}
-	}
-	for _, n := range res.Nested {
-		if len(p) > 8 {
-			break
-		}
-		sc.pickle(p.child(fmt.Sprintf("(pickle in a bytes constant at offset %d)", n.Offset)), strings.NewReader(n.Value), pickleRaw, nil)
 	}
 	if len(res.Strings) > 0 && sc.s.strings != nil {
 		var buf bytes.Buffer

@@ -160,6 +160,10 @@ type Hooks struct {
 	// may consume bytes that follow (joblib writes array data inline) through
 	// r; it returns a problem message to record, or "".
 	AfterBuild func(w *Walker, g int, args, state *Value) string
+	// Nested, when set, is called with every string or bytes constant that
+	// is itself a pickle (whole up to Limits.MaxString), instead of keeping
+	// at most 16 of them in Result.Nested.
+	Nested func(off int64, data string)
 }
 
 // Walker walks pickle streams. Use Walk unless you need hooks.
@@ -605,8 +609,12 @@ func (w *Walker) keepString(off int64, s string) {
 }
 
 func (w *Walker) strValue(off int64, k Kind, s string) *Value {
-	if len(s) > 3 && s[0] == 0x80 && s[1] >= 2 && s[1] <= 5 && len(w.res.Nested) < 16 {
-		w.res.Nested = append(w.res.Nested, String{Offset: off, Value: s})
+	if len(s) > 3 && s[0] == 0x80 && s[1] >= 2 && s[1] <= 5 {
+		if w.hooks.Nested != nil {
+			w.hooks.Nested(off, s)
+		} else if len(w.res.Nested) < 16 {
+			w.res.Nested = append(w.res.Nested, String{Offset: off, Value: s})
+		}
 	}
 	w.keepString(off, s)
 	if len(s) > 4096 && k == KBytes {
