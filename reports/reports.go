@@ -1,20 +1,24 @@
 // Package reports turns a scan's result into one output format: text for
-// people, JSON (the contract in docs/architecture.md) for scripts, SARIF 2.1.0 for code
-// scanning.
+// people, JSON (the contract in docs/architecture.md) for scripts, SARIF
+// 2.1.0 for code scanning, a CycloneDX 1.6 ML-BOM, JUnit XML for CI test
+// reports, GitLab security reports (SAST and secret detection, schema
+// 15.2.1), and one self-contained HTML page.
 package reports
 
 import (
+	"crypto/sha1"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
 // Formats lists the valid --format values.
-var Formats = []string{"text", "json", "sarif"}
+var Formats = []string{"text", "json", "sarif", "cyclonedx", "junit", "gitlab", "gitlab-secrets", "html"}
 
 // Options configures a writer.
 type Options struct {
@@ -27,6 +31,42 @@ type Options struct {
 	Rules []scanners.Rule
 	// ShowSuppressed lists suppressed findings in the text format too.
 	ShowSuppressed bool
+	// FailOn is --fail-on: JUnit writes a failure for each unsuppressed
+	// finding at or above it (nil: none fails) and the HTML page marks them.
+	FailOn *scanners.Severity
+	// Start and End are when the scan ran: GitLab's scan times and the
+	// BOM's timestamp (zero: the BOM has none, GitLab's are the Unix epoch).
+	Start, End time.Time
+	// SourceRoot is the directory mlwarden ran in, as an absolute path:
+	// SARIF's %SRCROOT% (empty: described, not named).
+	SourceRoot string
+	// Category is SARIF's runAutomationDetails.id (default "mlwarden/"),
+	// which tells GitHub apart the uploads of different scans; see
+	// Category.
+	Category string
+}
+
+// Category is the SARIF category of a scan of targets: "mlwarden/" plus the
+// targets, so that a workflow that scans a directory and an image uploads
+// two analyses instead of one replacing the other.
+func Category(targets []string) string {
+	var b strings.Builder
+	b.WriteString("mlwarden/")
+	for i, t := range targets {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		for _, r := range t {
+			if r == '/' || r < ' ' || r == 0x7f {
+				r = '_'
+			}
+			b.WriteRune(r)
+		}
+	}
+	if len(targets) > 0 {
+		b.WriteByte('/')
+	}
+	return b.String()
 }
 
 // Writer writes one format.
@@ -43,6 +83,16 @@ func New(format string, o Options) (Writer, error) {
 		return jsonWriter{}, nil
 	case "sarif":
 		return &sarifWriter{o: o}, nil
+	case "cyclonedx":
+		return &cyclonedxWriter{o: o}, nil
+	case "junit":
+		return &junitWriter{o: o}, nil
+	case "gitlab":
+		return &gitlabWriter{o: o, kind: gitlabSAST}, nil
+	case "gitlab-secrets":
+		return &gitlabWriter{o: o, kind: gitlabSecrets}, nil
+	case "html":
+		return &htmlWriter{o: o}, nil
 	}
 	return nil, fmt.Errorf("unknown format %q (valid: %s)", format, strings.Join(Formats, ", "))
 }
@@ -77,6 +127,23 @@ func (jsonWriter) Write(w io.Writer, res *scanners.Result) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(res)
+}
+
+// uuidNamespace is the RFC 9562 URL namespace; names are made under the
+// project's URL.
+var uuidNamespace = [16]byte{0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8}
+
+// uuid5 is the name-based UUID (version 5) of name under the project's
+// URL: IDs that reports need as UUIDs and that must be the same for the
+// same input.
+func uuid5(name string) string {
+	h := sha1.New()
+	h.Write(uuidNamespace[:])
+	h.Write([]byte(InformationURI + "\x00" + name))
+	b := h.Sum(nil)
+	b[6] = b[6]&0x0f | 0x50
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // ReadJSON reads a JSON report, such as a baseline.

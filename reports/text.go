@@ -112,7 +112,8 @@ func (t *textWriter) finding(w io.Writer, f scanners.Finding, idx map[string]sca
 	}
 }
 
-// Summary is the one-line summary: counts by severity, suppressed findings
+// Summary is the one-line summary: counts by severity, suppressed findings,
+// findings hidden by --severity, paths skipped by --skip-dirs/--skip-files,
 // and errors.
 func Summary(res *scanners.Result) string {
 	s := res.Summary
@@ -127,6 +128,16 @@ func Summary(res *scanners.Result) string {
 	line := fmt.Sprintf("mlwarden: %d %s, %s", len(res.Targets), noun, strings.Join(parts, ", "))
 	if s.Suppressed > 0 {
 		line += fmt.Sprintf(" (%d suppressed)", s.Suppressed)
+	}
+	if s.Hidden > 0 {
+		line += fmt.Sprintf("; %d hidden by --severity", s.Hidden)
+	}
+	skipped := 0
+	for _, t := range res.Targets {
+		skipped += t.Skipped
+	}
+	if skipped > 0 {
+		line += fmt.Sprintf("; %d paths skipped", skipped)
 	}
 	switch n := len(res.Errors); n {
 	case 0:

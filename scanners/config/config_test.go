@@ -167,7 +167,7 @@ func TestResolvePrecedence(t *testing.T) {
 		{CmdScan, map[string][]string{"checks": {"virus"}}, nil, `--checks: unknown value "virus" (valid: secrets, pins, models, signatures, cuda, misconfig, vulns, or all)`},
 		{CmdScan, map[string][]string{"checks": {""}}, nil, "--checks: empty list"},
 		{CmdScan, nil, map[string]string{"MLWARDEN_FAIL_ON": "severe"}, "MLWARDEN_FAIL_ON: unknown severity"},
-		{CmdScan, map[string][]string{"format": {"xml"}}, nil, `--format: unknown value "xml" (valid: text, json, sarif)`},
+		{CmdScan, map[string][]string{"format": {"xml"}}, nil, `--format: unknown value "xml" (valid: text, json, sarif, cyclonedx, junit, gitlab, gitlab-secrets, html)`},
 		{CmdSbatch, map[string][]string{"show": {"none"}}, nil, "--show: none is not allowed"},
 		{CmdScan, map[string][]string{"config": {"/nonexistent/x.yaml"}}, nil, "--config: /nonexistent/x.yaml: no such file"},
 		{CmdScan, map[string][]string{"listen": {":1"}}, nil, "--listen: not a setting of scan"},

@@ -135,7 +135,7 @@ func All() []Setting {
 	scanning := []string{CmdScan, CmdSbatch, CmdServe}
 	// The report formats of scan (reports.Formats; kept here so that the
 	// table does not import the writers; a test keeps them equal).
-	reportFormats := []string{"text", "json", "sarif"}
+	reportFormats := []string{"text", "json", "sarif", "cyclonedx", "junit", "gitlab", "gitlab-secrets", "html"}
 	return []Setting{
 		// What to run.
 		{Name: "checks", Key: "checks", Type: List, Default: "all", Choices: checks, Commands: scanning,
@@ -175,9 +175,9 @@ func All() []Setting {
 		// Output.
 		{Name: "format", Short: "f", Type: String, Default: "text", Choices: reportFormats,
 			Commands: []string{CmdScan, CmdSbatch, CmdRules, CmdVersion, CmdCUDA, CmdCUDAHost},
-			Help:     "output format: text, json, sarif",
+			Help:     "output format: text, json, sarif, cyclonedx (an ML-BOM), junit, gitlab (a SAST report), gitlab-secrets (a secret detection report), html",
 			PerCommand: map[string]Override{
-				CmdSbatch:   {Help: "output format: text (one short line per finding, for the submit hook), json, sarif"},
+				CmdSbatch:   {Choices: []string{"text", "json", "sarif"}, Help: "output format: text (one short line per finding, for the submit hook), json, sarif"},
 				CmdRules:    {Choices: []string{"text", "json"}, Help: "output format: text, json"},
 				CmdVersion:  {Choices: []string{"text", "json"}, Help: "output format: text, json"},
 				CmdCUDA:     {Choices: []string{"text", "json"}, Help: "output format: text, json"},
@@ -187,6 +187,16 @@ func All() []Setting {
 			Help: "write the report to this file instead of standard output"},
 		{Name: "show-suppressed", Type: Bool, Default: "false", Commands: []string{CmdScan},
 			Help: "list suppressed findings in the text format too"},
+		{Name: "severity", Key: "severity", Type: List, Choices: severities[:5], Commands: []string{CmdScan},
+			Help: "report only findings of these severities (comma list, e.g. critical,high; default: all), in every format; the summary counts the hidden ones, which never fail the run"},
+		{Name: "exit-code", Key: "exit-code", Type: Int, Default: "1", Commands: []string{CmdScan},
+			Help: "exit code when findings are at or above --fail-on (0 to 125, not 2, which always means the scan was not complete)"},
+		{Name: "quiet", Short: "q", Type: Bool, Default: "false", Commands: []string{CmdScan},
+			Help: "no progress bar and no summary line on standard error (warnings and errors still are)"},
+		{Name: "skip-dirs", Key: "skip-dirs", Type: List, Commands: []string{CmdScan},
+			Help: "directories to leave out, as globs relative to each target's root (a glob without / matches a name at any depth: testdata); never read, counted in a target note"},
+		{Name: "skip-files", Key: "skip-files", Type: List, Commands: []string{CmdScan},
+			Help: "files to leave out, as globs relative to each target's root (a glob without / matches a name at any depth: *.onnx); counted in a target note"},
 
 		// Images.
 		{Name: "platform", Type: String, Commands: []string{CmdScan},

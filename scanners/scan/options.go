@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/config"
 	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
@@ -69,6 +70,24 @@ func OptionsFrom(v *config.Values) (Options, error) {
 	}
 	if v.Has("workers") {
 		o.Workers = v.Int("workers")
+	}
+	if v.Has("severity") {
+		for _, name := range v.List("severity") {
+			sev, err := scanners.ParseSeverity(name)
+			if err != nil {
+				return o, fmt.Errorf("--severity: %w", err)
+			}
+			o.Severities = append(o.Severities, sev)
+		}
+	}
+	if v.Has("skip-dirs") {
+		o.Skip.Dirs = v.List("skip-dirs")
+	}
+	if v.Has("skip-files") {
+		o.Skip.Files = v.List("skip-files")
+	}
+	if err := o.Skip.Validate(); err != nil {
+		return o, fmt.Errorf("--skip-dirs/--skip-files: %w", err)
 	}
 	if v.Has("timeout") {
 		o.Timeout = v.Duration("timeout")

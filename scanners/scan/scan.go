@@ -69,6 +69,17 @@ type Options struct {
 	Workers int
 	// Timeout bounds one Run (0: no limit).
 	Timeout time.Duration
+	// Severities, when set, are the only severities reported (--severity):
+	// other findings are removed from the result after suppression and
+	// counted in Summary.Hidden, so they neither show nor fail the run.
+	Severities []scanners.Severity
+	// Skip leaves out directories and files (--skip-dirs, --skip-files).
+	Skip scanners.Skip
+	// Progress, when set, is told how far each target's walk has got.
+	Progress scanners.Progress
+	// HashComponents takes the SHA-256 of every model file, reading it
+	// whole when no check does (for a bill of materials).
+	HashComponents bool
 	// SecretsConfig is a user's gitleaks-format rules file.
 	SecretsConfig string
 	// LazySecretRules compiles only the secret rules an input can hit: for
@@ -265,7 +276,12 @@ func (s *Scanner) Run(ctx context.Context, targets ...Target) (*Result, error) {
 			srcs = append(srcs, src)
 		}
 	}
-	d := scanners.NewDispatcher(s.checks, scanners.WithWorkers(s.o.Workers), scanners.WithInlineSuppression(suppress.Inline))
+	opts := []scanners.Option{scanners.WithWorkers(s.o.Workers), scanners.WithInlineSuppression(suppress.Inline),
+		scanners.WithSkip(s.o.Skip), scanners.WithComponentHashes(s.o.HashComponents)}
+	if s.o.Progress != nil {
+		opts = append(opts, scanners.WithProgress(s.o.Progress))
+	}
+	d := scanners.NewDispatcher(s.checks, opts...)
 	res := d.Run(ctx, srcs...)
 	res.Errors = append(openErrs, res.Errors...)
 	for _, sub := range subs {
@@ -289,6 +305,7 @@ func (s *Scanner) Run(ctx context.Context, targets ...Target) (*Result, error) {
 			s.o.Warn(w)
 		}
 	}
+	FilterSeverities(res, s.o.Severities)
 	out.Result = res
 	return out, nil
 }
@@ -357,6 +374,19 @@ func readSmall(fsys fs.FS, name string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: not a small regular file", name)
 	}
 	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// FilterSeverities removes from res the findings whose severity is not in
+// keep (nil: keep all) and counts them in res.Summary.Hidden.
+func FilterSeverities(res *scanners.Result, keep []scanners.Severity) {
+	if len(keep) == 0 {
+		return
+	}
+	n := len(res.Findings)
+	res.Findings = slices.DeleteFunc(res.Findings, func(f scanners.Finding) bool { return !slices.Contains(keep, f.Severity) })
+	hidden := res.Summary.Hidden + n - len(res.Findings)
+	res.Summary = scanners.Summarize(res.Findings)
+	res.Summary.Hidden = hidden
 }
 
 // ExitCode is the exit code of a run: 2 when anything could not be

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -30,8 +31,8 @@ A TARGET is a path (file or directory) or a scheme-prefixed reference:
 A bare argument that is not an existing path and parses as an image reference
 with a tag or digest is treated as registry:REF.
 
-Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it;
-2 the run failed or a target could not be scanned in full.`,
+Exit codes: 0 nothing at or above --fail-on; 1 (or --exit-code) findings at
+or above it; 2 the run failed or a target could not be scanned in full.`,
 		Example: `  # Scan a project directory; fail the CI job on high or critical findings
   mlwarden scan .
 
@@ -44,8 +45,18 @@ Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it;
   # An image in a registry, and a repository's whole history
   mlwarden scan registry:registry.example.com/org/trainer:1.4 git:https://git.example.com/org/repo
 
-  # Accept today's findings and fail only on new ones
-  mlwarden scan --format json -o baseline.json . ; mlwarden scan --baseline baseline.json .`,
+  # Accept today's findings and fail only on new ones (the baseline is kept
+  # outside the scanned tree, so that it is not scanned itself)
+  mlwarden scan --format json -o ../mlwarden-baseline.json . ; mlwarden scan --baseline ../mlwarden-baseline.json .
+
+  # A CycloneDX ML-BOM, a GitLab SAST report, JUnit for Jenkins, one HTML page
+  mlwarden scan --format cyclonedx -o bom.cdx.json .
+  mlwarden scan --format gitlab -o gl-sast-report.json .
+  mlwarden scan --format junit -o mlwarden-junit.xml .
+  mlwarden scan --format html -o mlwarden.html .
+
+  # Only high and critical, leaving fixtures out; exit 3 on findings
+  mlwarden scan --severity critical,high --skip-dirs testdata,fixtures --exit-code 3 .`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError("scan needs at least one TARGET (see 'mlwarden scan --help')")
@@ -107,12 +118,26 @@ func runScan(c *cobra.Command, a *app, args []string) (int, error) {
 	if err != nil {
 		return ExitError, err
 	}
+	findingsCode := v.Int("exit-code")
+	if findingsCode < 0 || findingsCode > 125 || findingsCode == ExitError {
+		return ExitError, usageError("--exit-code %d: want 0 to 125, and not 2 (a scan that was not complete)", findingsCode)
+	}
+	quiet := v.Bool("quiet")
+	format := v.String("format")
+	var bar *termProgress
 	s, err := a.pipeline(v, func(o *scan.Options) {
 		// A pre-commit hook's few small files: compile only the secret
 		// rules they can hit.
 		o.LazySecretRules = scan.FewSmallFiles(args)
-		if isTerminal(a.stderr) {
-			o.Image.Progress = a.stderr
+		if !quiet && isTerminal(a.stderr) && os.Getenv("TERM") != "dumb" {
+			bar = newTermProgress(a.stderr)
+			o.Progress = bar
+		}
+		if format == "cyclonedx" {
+			// A bill of materials lists every model file with its digest,
+			// and the model files of every layer: the per-layer cache
+			// replays findings only.
+			o.HashComponents, o.Image.NoCache = true, true
 		}
 	})
 	if err != nil {
@@ -123,12 +148,20 @@ func runScan(c *cobra.Command, a *app, args []string) (int, error) {
 	for _, t := range args {
 		targets = append(targets, scan.Target{Ref: t})
 	}
+	start := time.Now()
 	res, err := s.Run(c.Context(), targets...)
+	if bar != nil {
+		bar.Wait()
+	}
 	if err != nil {
 		return ExitError, err
 	}
-	out := output{format: v.String("format"), path: v.String("output"), showSuppressed: v.Bool("show-suppressed")}
-	ropts := reports.Options{ToolVersion: a.build.Version, Rules: s.Rules(), ShowSuppressed: out.showSuppressed}
+	out := output{format: format, path: v.String("output"), showSuppressed: v.Bool("show-suppressed"), quiet: quiet}
+	ropts := reports.Options{ToolVersion: a.build.Version, Rules: s.Rules(), ShowSuppressed: out.showSuppressed,
+		FailOn: v.Severity("fail-on"), Start: start, End: time.Now(), Category: reports.Category(args)}
+	if wd, err := os.Getwd(); err == nil {
+		ropts.SourceRoot = wd
+	}
 	if err := writeReport(a, out, res.Result, ropts); err != nil {
 		return ExitError, err
 	}
@@ -136,6 +169,9 @@ func runScan(c *cobra.Command, a *app, args []string) (int, error) {
 		return ExitError, fmt.Errorf("interrupted: %w", err)
 	}
 	code := scan.ExitCode(res.Result, v.Severity("fail-on"))
+	if code == ExitFindings {
+		code = findingsCode
+	}
 	if code == ExitError && (out.path != "" || out.format != "text") {
 		fmt.Fprintf(a.stderr, "mlwarden: %d target(s) or file(s) could not be scanned in full; see \"errors\" in the report\n", len(res.Errors))
 	}
@@ -146,6 +182,7 @@ func runScan(c *cobra.Command, a *app, args []string) (int, error) {
 type output struct {
 	format, path   string
 	showSuppressed bool
+	quiet          bool // no summary line on standard error
 }
 
 // writeReport writes res in the chosen format to --output or standard output.
@@ -170,7 +207,7 @@ func writeReport(a *app, out output, res *scanners.Result, ropts reports.Options
 		if err := f.Close(); err != nil {
 			return fmt.Errorf("--output: %w", err)
 		}
-		if out.format != "text" {
+		if out.format != "text" && !out.quiet {
 			fmt.Fprintln(a.stderr, reports.Summary(res))
 		}
 	}
