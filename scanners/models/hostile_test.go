@@ -216,3 +216,23 @@ func TestNestedPickles(t *testing.T) {
 		t.Errorf("10 deep: incomplete %v, %v", incomplete, fs[:min(len(fs), 5)])
 	}
 }
+
+// TestStringsPastTheBatch: a key after 4 MiB of other strings in a pickle
+// reaches the strings scanner (it was dropped silently).
+func TestStringsPastTheBatch(t *testing.T) {
+	key := "KEY-" + strings.Repeat("k", 40)
+	var b bytes.Buffer
+	b.WriteString("\x80\x02(")
+	filler := strings.Repeat("f", 4000)
+	for range 1500 { // 6 MB of strings
+		b.WriteString("X\xa0\x0f\x00\x00" + filler)
+	}
+	b.WriteString("X" + string([]byte{byte(len(key)), 0, 0, 0}) + key + "l.")
+	c := &capture{}
+	if _, err := scanners.ScanBytes(context.Background(), New(WithStrings(c.scan)), &scanners.Artifact{Kind: scanners.ArtifactFile, Path: "x.pkl"}, b.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(c.data, func(d string) bool { return strings.Contains(d, key) }) {
+		t.Errorf("the key after 6 MB of strings was not handed over (%d batches)", len(c.data))
+	}
+}

@@ -67,7 +67,11 @@ func (sc *scan) pickle(p place, r io.Reader, mode pickleMode, _ io.ReaderAt) *pi
 		sc.nested++
 		sc.pickle(p.child(fmt.Sprintf("(pickle in a bytes constant at offset %d)", off)), strings.NewReader(data), pickleRaw, nil)
 	}
-	w := pickle.NewWalker(io.TeeReader(r, raw), lim, pickle.Hooks{AfterBuild: joblibArray, Nested: nested})
+	strs := func(ss []pickle.String) { sc.pickleStrings(p, ss) }
+	if sc.s.strings == nil {
+		strs = nil
+	}
+	w := pickle.NewWalker(io.TeeReader(r, raw), lim, pickle.Hooks{AfterBuild: joblibArray, Nested: nested, Strings: strs})
 	res := w.Run()
 	sc.reportPickle(p, res, raw.Bytes(), mode)
 	return res
@@ -283,14 +287,20 @@ func (sc *scan) reportPickle(p place, res *pickle.Result, raw []byte, mode pickl
 				first.Msg+p.in())
 		}
 	}
-	if len(res.Strings) > 0 && sc.s.strings != nil {
-		var buf bytes.Buffer
-		for _, s := range res.Strings {
-			buf.WriteString(s.Value)
-			buf.WriteByte('\n')
-		}
-		sc.strings(p, "string constant in a pickle", buf.Bytes())
+	sc.pickleStrings(p, res.Strings)
+}
+
+// pickleStrings hands a pickle's string constants to the strings scanner.
+func (sc *scan) pickleStrings(p place, ss []pickle.String) {
+	if len(ss) == 0 || sc.s.strings == nil {
+		return
 	}
+	var buf bytes.Buffer
+	for _, s := range ss {
+		buf.WriteString(s.Value)
+		buf.WriteByte('\n')
+	}
+	sc.strings(p, "string constant in a pickle", buf.Bytes())
 }
 
 func groups2set(res *pickle.Result) map[string]bool {

@@ -164,6 +164,10 @@ type Hooks struct {
 	// is itself a pickle (whole up to Limits.MaxString), instead of keeping
 	// at most 16 of them in Result.Nested.
 	Nested func(off int64, data string)
+	// Strings, when set, is handed Result.Strings each time they reach
+	// Limits.MaxStringsBytes, and they are cleared: every string is seen,
+	// with bounded memory. What is left at the end stays in Result.Strings.
+	Strings func(ss []String)
 }
 
 // Walker walks pickle streams. Use Walk unless you need hooks.
@@ -601,8 +605,12 @@ func (w *Walker) keepString(off int64, s string) {
 		s = s[:4096]
 	}
 	if w.strLen+len(s) > w.lim.MaxStringsBytes {
-		w.res.StringsTruncated = true
-		return
+		if w.hooks.Strings == nil {
+			w.res.StringsTruncated = true
+			return
+		}
+		w.hooks.Strings(w.res.Strings)
+		w.res.Strings, w.strLen = nil, 0
 	}
 	w.strLen += len(s)
 	w.res.Strings = append(w.res.Strings, String{Offset: off, Value: s})
