@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/mlwarden/mlwarden/reports"
 	"io"
 	"os"
 	"runtime"
@@ -160,6 +161,8 @@ func runSbatchServe(cmd *cobra.Command, a *app, v *config.Values, sock string) e
 	}
 	fmt.Fprintf(a.stderr, "mlwarden: serving sbatch checks on %s (checks %s, fail-on %s)\n", sock, strings.Join(c.Scanner.Checks(), ","), failOn)
 	srv := &slurmhook.Server{Checker: c, Timeout: v.Duration("timeout"), Workers: workers,
-		Log: func(format string, args ...any) { fmt.Fprintf(a.stderr, "mlwarden: "+format+"\n", args...) }}
+		Log: func(format string, args ...any) {
+			fmt.Fprintf(a.stderr, "mlwarden: %s\n", reports.Escape(fmt.Sprintf(format, args...)))
+		}}
 	return srv.Serve(cmd.Context(), l)
 }
