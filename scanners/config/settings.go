@@ -208,6 +208,12 @@ func All() []Setting {
 		{Name: "cache-max-size", Type: Size, Default: "2GiB", Commands: []string{CmdScan},
 			Help: "bound of the per-layer result cache; entries unused for 30 days go, then the least recently used (0: no bound)"},
 
+		// Model sources: hf: targets, Hub caches, OCI model artifacts.
+		{Name: "download-limit", Key: "download-limit", Type: Size, Default: "2GiB", Commands: []string{CmdScan},
+			Help: "most bytes downloaded for one hf: target or OCI model artifact, of which only what the checks read is fetched; a file past it is an error (exit 2) named in a target note (0: no limit)"},
+		{Name: "hf-endpoint", Key: "hf.endpoint", Type: String, Commands: []string{CmdScan},
+			Help: "Hugging Face Hub URL for hf: targets, a mirror or proxy (default: $HF_ENDPOINT, else https://huggingface.co); the token comes from HF_TOKEN or the file 'hf auth login' writes, never from a flag"},
+
 		// The cuda check.
 		{Name: "host", Key: "cuda.host", Type: Path, Commands: []string{CmdScan, CmdCUDA},
 			Help: "cuda check: host facts file (as 'mlwarden cuda host --format yaml' prints it)"},

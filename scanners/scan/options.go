@@ -3,12 +3,14 @@ package scan
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/config"
 	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
+	"github.com/mlwarden/mlwarden/scanners/source/hf"
 	"github.com/mlwarden/mlwarden/scanners/source/image"
 )
 
@@ -35,6 +37,9 @@ func Configure(cmd string, flags map[string][]string, env func(string) (string, 
 		explicit = pre.String("config")
 	}
 	owners := append(Owners(), extra...)
+	// A Hugging Face cache holds a model author's files: its snapshot's
+	// .mlwarden.yaml must not configure (or suppress) the scan of it.
+	targets = slices.DeleteFunc(slices.Clone(targets), hf.IsCache)
 	var file *config.File
 	switch {
 	case pre.Has("no-target-config"):
@@ -105,6 +110,14 @@ func OptionsFrom(v *config.Values) (Options, error) {
 			o.Image.CacheMaxBytes = -1 // no bound
 		}
 	}
+	if v.Has("download-limit") {
+		n := v.Size("download-limit")
+		if n == 0 {
+			n = -1 // no limit
+		}
+		o.HF.DownloadLimit, o.Image.DownloadLimit = n, n
+	}
+	o.HF.Endpoint = str("hf-endpoint")
 	if v.Has("spank-option") {
 		for _, s := range v.List("spank-option") {
 			spec, err := parseSpank(s)

@@ -37,6 +37,7 @@ import (
 	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
 	"github.com/mlwarden/mlwarden/scanners/source"
+	"github.com/mlwarden/mlwarden/scanners/source/hf"
 	"github.com/mlwarden/mlwarden/scanners/source/image"
 	"github.com/mlwarden/mlwarden/scanners/suppress"
 	"github.com/mlwarden/mlwarden/scanners/vulns"
@@ -100,6 +101,8 @@ type Options struct {
 	Image image.Options
 	// Git configures repository targets.
 	Git source.GitOptions
+	// HF configures hf: targets (endpoint, token, download limit).
+	HF hf.Options
 	// Spank lists the SPANK options the site's plugins add to sbatch.
 	Spank []slurm.OptionSpec
 	// Stdin is read for the target "-".
@@ -211,7 +214,7 @@ func (s *Scanner) RulesVersion() string { return s.version }
 // Target is one thing to scan.
 type Target struct {
 	// Ref is a target as on the command line: a path, "-" (Options.Stdin),
-	// or scheme:REF (registry:, oci:, docker-archive:, git:, dir:, file:).
+	// or scheme:REF (registry:, oci:, docker-archive:, git:, hf:, dir:, file:).
 	Ref string
 	// Script, when set instead of Ref, is a batch script held in memory,
 	// checked as sbatch would run it.
@@ -312,7 +315,7 @@ func (s *Scanner) Run(ctx context.Context, targets ...Target) (*Result, error) {
 
 // open opens one target's source with the pipeline's options.
 func (s *Scanner) open(ctx context.Context, t Target) (scanners.Source, error) {
-	o := source.Options{MaxFileSize: s.o.MaxFileSize, Workers: s.o.Workers, Image: s.o.Image, Git: s.o.Git}
+	o := source.Options{MaxFileSize: s.o.MaxFileSize, Workers: s.o.Workers, Image: s.o.Image, Git: s.o.Git, HF: s.o.HF}
 	if t.Auth != nil {
 		o.Image.Keychain = fixedKeychain{t.Auth}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/source/hf"
 	"github.com/mlwarden/mlwarden/scanners/source/image"
 )
 
@@ -21,15 +22,20 @@ type Options struct {
 	Workers int
 	Image   image.Options
 	Git     GitOptions
+	// HF configures hf: targets (the Hub's endpoint, token, download limit).
+	HF hf.Options
 }
 
 // Schemes are the target prefixes Open understands, as in syft and grype.
-var Schemes = []string{"registry", "oci", "docker-archive", "git", "dir", "file"}
+var Schemes = []string{"registry", "oci", "docker-archive", "git", "hf", "dir", "file"}
 
 // Open turns one target argument into a source: a path, or a scheme-prefixed
 // reference (registry:REF, oci:DIR, docker-archive:FILE, git:URL-or-PATH,
-// dir:PATH, file:PATH). A bare argument that is not an existing path and
-// parses as an image reference is treated as registry:.
+// hf:ORG/NAME[@REVISION], dir:PATH, file:PATH). A path inside a Hugging
+// Face cache (a snapshot, a repository's folder, a cache root) is scanned
+// as the repository at the snapshot's commit (hf.OpenCache). A bare
+// argument that is not an existing path and parses as an image reference
+// is treated as registry:.
 func Open(ctx context.Context, target string, o Options) (scanners.Source, error) {
 	if target == "" {
 		return nil, fmt.Errorf("empty target")
@@ -46,12 +52,17 @@ func Open(ctx context.Context, target string, o Options) (scanners.Source, error
 				return nil, fmt.Errorf("target %q: nothing after \"git:\"", target)
 			}
 			return OpenGit(ctx, rest, o.Git)
+		case hf.Scheme:
+			if rest == "" {
+				return nil, fmt.Errorf("target %q: nothing after \"hf:\" (hf:ORG/NAME[@REVISION])", target)
+			}
+			return hf.Open(ctx, rest, o.HF)
 		case "dir", "file":
-			return OpenFS(rest, o)
+			return openPath(rest, o)
 		}
 	}
 	if _, err := os.Lstat(target); err == nil {
-		return OpenFS(target, o)
+		return openPath(target, o)
 	} else if !os.IsNotExist(err) {
 		return nil, fmt.Errorf("open target %s: %w", target, err)
 	}
@@ -59,6 +70,15 @@ func Open(ctx context.Context, target string, o Options) (scanners.Source, error
 		return image.Open(ctx, "registry", target, o.Image)
 	}
 	return nil, fmt.Errorf("target %s: no such file or directory, and not an image reference (use a path, or one of %s followed by ':')", target, strings.Join(Schemes, ", "))
+}
+
+// openPath opens a file or directory: a Hugging Face cache path as the
+// repository it holds, anything else with the file-system source.
+func openPath(p string, o Options) (scanners.Source, error) {
+	if hf.IsCache(p) {
+		return hf.OpenCache(p, hf.CacheOptions{MaxFileSize: o.MaxFileSize, Workers: o.Workers})
+	}
+	return OpenFS(p, o)
 }
 
 // looksLikeImage reports whether a bare argument is meant as an image

@@ -27,6 +27,9 @@ A TARGET is a path (file or directory) or a scheme-prefixed reference:
   oci:DIR               an OCI image layout
   docker-archive:FILE   a 'docker save' tarball
   git:URL-or-PATH       a git repository with its whole history
+  hf:ORG/NAME[@REV]     a Hugging Face Hub repository (datasets/, spaces/ too),
+                        read in ranges at one commit; a path in a Hub cache is
+                        scanned as the repository at its snapshot's commit
   -                     one script read from standard input
 A bare argument that is not an existing path and parses as an image reference
 with a tag or digest is treated as registry:REF.
@@ -41,6 +44,9 @@ or above it; 2 the run failed or a target could not be scanned in full.`,
 
   # Only secrets and pins, machine-readable, failing on medium and above
   mlwarden scan --checks secrets,pins --format json --fail-on medium ./jobs
+
+  # A model on the Hugging Face Hub at a commit, and every model in the local Hub cache
+  mlwarden scan hf:org/model@0123456789abcdef0123456789abcdef01234567 ~/.cache/huggingface/hub
 
   # An image in a registry, and a repository's whole history
   mlwarden scan registry:registry.example.com/org/trainer:1.4 git:https://git.example.com/org/repo
