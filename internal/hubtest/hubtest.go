@@ -100,7 +100,7 @@ type Server struct {
 	PageSize int
 
 	mu        sync.Mutex
-	repos     map[string]*Repo          // type/id
+	repos     map[string]*Repo           // type/id
 	tokens    map[string]map[string]bool // token → repos (type/id) it may read; nil map: all public and private
 	faults    map[string]Fault           // path → fault
 	rateLimit int                        // answers of 429 still to give
@@ -145,11 +145,14 @@ func (s *Server) Stats() Stats {
 	return Stats{Requests: s.requests.Load(), RangeRequests: s.ranges.Load(), APIBytes: s.apiBytes.Load(), FileBytes: s.fileBytes.Load(), Redirects: s.redirects.Load()}
 }
 
-// ResetStats zeroes the counters.
+// ResetStats zeroes the counters and forgets the ranges served.
 func (s *Server) ResetStats() {
 	for _, c := range []*atomic.Int64{&s.requests, &s.ranges, &s.apiBytes, &s.fileBytes, &s.redirects} {
 		c.Store(0)
 	}
+	s.mu.Lock()
+	s.served = map[string][][2]int64{}
+	s.mu.Unlock()
 }
 
 // Add serves r.
