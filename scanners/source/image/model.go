@@ -230,17 +230,24 @@ func (w *imgWalker) model(ctx context.Context, pi imgPlatformImage, m *imgModel)
 		d := m.manifest.Layers[i]
 		st.total += d.Size
 		j := &imgLayerJob{index: i, count: len(layers), layer: l, diffID: d.Digest.String(), digest: d.Digest.String(), size: d.Size}
+		fail := func(err error) {
+			if err != nil && stopped.get() == nil && ctx.Err() == nil {
+				w.sink.Error(scanners.Error{Target: target, Message: fmt.Sprintf("%s (%s): %v", j.name(), d.MediaType, err)})
+			}
+		}
 		isRaw, name := modelLayerKind(d)
-		if isRaw {
-			st.raw++
-			err = w.modelRaw(ctx, j, name, blobs, st, stopped)
-		} else {
+		if !isRaw {
 			st.tars++
-			err = w.modelTar(ctx, j, blobs, st, &g, stopped)
+			fail(w.modelTar(ctx, j, blobs, st, &g, stopped))
+			continue
 		}
-		if err != nil && stopped.get() == nil && ctx.Err() == nil {
-			w.sink.Error(scanners.Error{Target: target, Message: fmt.Sprintf("%s (%s): %v", j.name(), d.MediaType, err)})
-		}
+		// Raw layers are files: read several at once, as the other sources
+		// read files (each one's reads wait on the network).
+		st.raw++
+		g.Go(func() error {
+			fail(w.modelRaw(ctx, j, name, blobs, st, stopped))
+			return nil
+		})
 	}
 	_ = g.Wait()
 	if e := stopped.get(); e != nil {

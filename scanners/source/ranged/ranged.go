@@ -35,7 +35,7 @@ const (
 	// minReadAhead is the window of the first sequential read.
 	minReadAhead = 64 << 10
 	// prefetchParallel is how many ranges Prefetch fetches at once.
-	prefetchParallel = 8
+	prefetchParallel = 16
 )
 
 // Fetcher reads n bytes at offset off of one remote file in one request
