@@ -84,6 +84,7 @@ func (s *hubSource) Walk(ctx context.Context, sink scanners.Sink) error {
 		st.total += f.Size
 	}
 	st.count = len(rfs.files)
+	scanners.ProgressOf(ctx).Expect(int64(st.count), st.total)
 	s.mu.Lock()
 	s.stats = st
 	s.mu.Unlock()
