@@ -176,3 +176,13 @@ func (s *sink) addComponent(c *Component, r io.ReaderAt, size int64, hash bool) 
 	}
 	AddComponent(s.ctx, *c)
 }
+
+// localKind reports whether a target of kind k is read from the local disk,
+// where reading a file whole to hash it costs no download.
+func localKind(k TargetKind) bool {
+	switch k {
+	case KindDir, KindFile, KindRepo, KindScript, "":
+		return true
+	}
+	return false
+}

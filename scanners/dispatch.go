@@ -453,7 +453,9 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 		o.data = buf[:n+m]
 	case isRA:
 		o.ra, o.size = ra, a.Size
-		s.addComponent(comp, ra, a.Size, s.d.hashAll)
+		// Read whole to hash only on local disk: a Hub file or an OCI model
+		// layer read in ranges would be downloaded whole.
+		s.addComponent(comp, ra, a.Size, s.d.hashAll && localKind(a.TargetKind))
 		return o, nop, nil
 	case int64(n) < HeadSize:
 		o.data = head // the head is the whole content
