@@ -95,23 +95,36 @@ func locate(p string) (root, base string, walk []string, ok bool) {
 	if err != nil || !fi.IsDir() {
 		return "", "", nil, false
 	}
+	if filepath.Base(abs) == "snapshots" && repoFolder.MatchString(filepath.Base(filepath.Dir(abs))) {
+		abs = filepath.Dir(abs) // a repository's snapshots: the repository
+	}
 	if repoFolder.MatchString(filepath.Base(abs)) {
 		snaps := snapshotDirs(abs, "")
 		return abs, ".", snaps, len(snaps) > 0
 	}
-	entries, err := os.ReadDir(abs)
+	d, err := os.Open(abs)
 	if err != nil {
 		return "", "", nil, false
 	}
-	for _, e := range entries {
-		switch {
-		case cacheExtras[e.Name()]:
-		case e.IsDir() && repoFolder.MatchString(e.Name()):
-			walk = append(walk, snapshotDirs(filepath.Join(abs, e.Name()), e.Name())...)
-		default:
-			return "", "", nil, false // something else: a plain directory
+	defer d.Close()
+	// A cache root holds repository folders only; read no further than the
+	// first entry that is something else (any directory is asked this).
+	for {
+		entries, err := d.ReadDir(128)
+		for _, e := range entries {
+			switch {
+			case cacheExtras[e.Name()]:
+			case e.IsDir() && repoFolder.MatchString(e.Name()):
+				walk = append(walk, snapshotDirs(filepath.Join(abs, e.Name()), e.Name())...)
+			default:
+				return "", "", nil, false // something else: a plain directory
+			}
+		}
+		if err != nil || len(entries) == 0 {
+			break
 		}
 	}
+	slices.Sort(walk)
 	return abs, ".", walk, len(walk) > 0
 }
 

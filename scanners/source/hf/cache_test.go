@@ -77,7 +77,7 @@ func TestCacheSameFindingsAsDisk(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "version.txt"), []byte("1"), 0o644)
 	os.MkdirAll(filepath.Join(root, ".locks", "models--org--custom"), 0o755)
 
-	for _, p := range []string{snap, filepath.Dir(filepath.Dir(snap)), root, snap + "/malicious"} {
+	for _, p := range []string{snap, filepath.Dir(snap), filepath.Dir(filepath.Dir(snap)), root, snap + "/malicious"} {
 		if !hf.IsCache(p) {
 			t.Errorf("IsCache(%s) = false", p)
 		}

@@ -273,11 +273,28 @@ func TestEndpointChecks(t *testing.T) {
 			t.Errorf("%s: %v", ep, err)
 		}
 	}
-	// HF_ENDPOINT is the default endpoint.
+	// HF_ENDPOINT is the default endpoint; datasets and spaces have their
+	// own API paths and resolve prefixes; a revision with "/" is one
+	// segment.
 	srv := hubtest.New(t)
-	srv.AddFiles("org/m", []hubtest.File{hubtest.Bytes("a.txt", []byte("hello"), false)})
-	res := run(t, hf.Options{Getenv: env("HF_ENDPOINT", srv.Endpoint()+"/")}, nil, "hf:org/m")
+	commit := srv.AddFiles("org/m", []hubtest.File{hubtest.Bytes("a.txt", []byte("hello"), false)})
+	files := []hubtest.File{hubtest.Bytes("train.py", []byte("import torch\ntorch.load('x.pt')\n"), false), hubtest.Bytes("data/x.pkl", []byte("\x80\x02cos\nsystem\nq\x00."), true)}
+	srv.Add(&hubtest.Repo{Type: "dataset", ID: "org/d", Refs: map[string]string{"refs/convert/parquet": commit}, Commits: map[string][]hubtest.File{commit: files}})
+	srv.Add(&hubtest.Repo{Type: "space", ID: "org/s", Refs: map[string]string{"main": commit}, Commits: map[string][]hubtest.File{commit: files}})
+	res := run(t, hf.Options{Getenv: env("HF_ENDPOINT", srv.Endpoint()+"/")}, nil, "hf:org/m", "hf:datasets/org/d@refs/convert/parquet", "hf:spaces/org/s@"+commit)
 	if len(res.Errors) > 0 {
-		t.Fatalf("HF_ENDPOINT: %+v", res.Errors)
+		t.Fatalf("errors: %+v", res.Errors)
+	}
+	for _, name := range []string{"hf:datasets/org/d@refs/convert/parquet", "hf:spaces/org/s@" + commit} {
+		rules := map[string]bool{}
+		for _, f := range findings(res, name) {
+			rules[f.RuleID] = true
+		}
+		if !rules["pins/torch-load-unsafe"] || !rules["models/pickle-dangerous-global"] {
+			t.Errorf("%s: findings %v", name, rules)
+		}
+		if strings.HasPrefix(name, "hf:datasets") != rules["pins/hub-revision-branch"] {
+			t.Errorf("%s: pins/hub-revision-branch %v", name, rules["pins/hub-revision-branch"])
+		}
 	}
 }
