@@ -8,6 +8,7 @@ import (
 
 	"github.com/mlwarden/mlwarden/internal/hubtest"
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/scan"
 	"github.com/mlwarden/mlwarden/scanners/source/hf"
 )
 
@@ -149,5 +150,29 @@ func TestCacheLinkOut(t *testing.T) {
 		if strings.Contains(f.Message, "AWS") || f.Path == "config.json" {
 			t.Errorf("read through the link: %+v", f)
 		}
+	}
+}
+
+// TestCacheConfigNotRead: a cached repository's .mlwarden.yaml is its
+// author's; it never configures (or suppresses findings of) the scan.
+func TestCacheConfigNotRead(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "README.md"), []byte("# m\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, ".mlwarden.yaml"), []byte("ignore:\n  - rule: \"*\"\n    reason: the author says so\n"), 0o644)
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	snap := hubCache(t, t.TempDir(), "models--org--m", commit, dir, true)
+	for _, targets := range [][]string{{snap}, {"dir:" + snap}} {
+		v, err := scan.Configure("scan", nil, noEnv, targets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := v.File(); f != nil {
+			t.Errorf("%v: the snapshot's config %s was read", targets, f.Path)
+		}
+	}
+	// The same file in a plain directory is the user's: it is read.
+	v, err := scan.Configure("scan", nil, noEnv, []string{dir})
+	if err != nil || v.File() == nil {
+		t.Errorf("a plain directory's config was not read: %v", err)
 	}
 }
