@@ -210,6 +210,8 @@ type sink struct {
 	sem   chan struct{}
 	comps *components
 	skip  *skipped
+	// rec, when set, records what checks keep for ArtifactResult.
+	rec *recording
 
 	mu       sync.Mutex
 	findings []Finding
@@ -233,6 +235,11 @@ func (s *sink) Artifact(a *Artifact, r io.Reader) error {
 		return err
 	}
 	if s.skip.skipFile(a) {
+		if s.rec != nil {
+			s.rec.mu.Lock()
+			s.rec.skipped = append(s.rec.skipped, a.Path)
+			s.rec.mu.Unlock()
+		}
 		return nil // counted in the target's notes
 	}
 	if s.d.progress != nil {
@@ -259,7 +266,11 @@ func (s *sink) Artifact(a *Artifact, r io.Reader) error {
 				return s.ctx.Err()
 			}
 			defer func() { <-s.sem }()
-			fs, err := scanSafely(s.ctx, sc, a, io.NewSectionReader(c.ra, 0, c.size))
+			ctx := s.ctx
+			if k, ok := sc.(StateKeeper); ok && s.rec != nil {
+				ctx = context.WithValue(ctx, stateKey{}, &stateRecorder{name: k.StateName(), rec: s.rec})
+			}
+			fs, err := scanSafely(ctx, sc, a, io.NewSectionReader(c.ra, 0, c.size))
 			if err != nil {
 				s.Error(Error{Target: a.Target, Path: a.Path, Message: fmt.Sprintf("%s check: %v", sc.Check(), err)})
 			}

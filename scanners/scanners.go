@@ -208,7 +208,9 @@ type Rider interface {
 // once every artifact of it has been handed over. The dispatcher calls
 // FinishTarget after the target's walk: a checksum manifest seen early in the
 // walk is verified at the end, against digests taken from the same single
-// read that fed the other checks.
+// read that fed the other checks. A finisher that keeps facts from Scan for
+// FinishTarget also implements StateKeeper, so that a source that replays
+// cached results hands those facts back.
 type TargetFinisher interface {
 	FinishTarget(ctx context.Context, t Target) ([]Finding, error)
 }

@@ -140,12 +140,16 @@ func (c *Cluster) Scan(ctx context.Context, a *scanners.Artifact, content scanne
 			st = &clusterState{}
 			c.targets[a.Target] = st
 		}
-		if !st.merge(r.facts) && !st.full {
+		merged := st.merge(r.facts)
+		if !merged && !st.full {
 			st.full = true
 			r.out = append(r.out, scanners.At(a, RuleNotScanned, 0, fmt.Sprintf(
 				"the target has more than %d Kubernetes objects: those after this file were not judged for namespace isolation", maxClusterObjects)))
 		}
 		c.mu.Unlock()
+		if merged {
+			keepFacts(ctx, r.facts) // for a cache that replays this file's findings
+		}
 	}
 	return r.out, nil
 }

@@ -51,25 +51,32 @@ func (s *Scanner) state(target string) *targetState {
 	return st
 }
 
-// noteTorch records a torch release that CVE-2025-32434 affects.
-func (s *Scanner) noteTorch(a *scanners.Artifact, p Package) {
+// noteTorch records a torch release that CVE-2025-32434 affects, and
+// returns it as kept.
+func (s *Scanner) noteTorch(a *scanners.Artifact, p Package) *place {
+	p.Line = a.OriginalLine(p.Line)
+	pl := &place{a: located(a), pkg: p}
+	s.addTorch(a.Target, pl)
+	return pl
+}
+
+func (s *Scanner) addTorch(target string, pl *place) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.state(a.Target)
+	st := s.state(target)
 	if st.torch == nil {
-		c := located(a)
-		p.Line = a.OriginalLine(p.Line)
-		st.torch = &place{a: c, pkg: p}
+		st.torch = pl
 	}
 }
 
 var torchLoadRe = regexp.MustCompile(`\btorch\.load\s*\(`)
 var weightsOnlyRe = regexp.MustCompile(`weights_only\s*=\s*True`)
 
-// noteLoads records the torch.load calls of a Python source or notebook.
-func (s *Scanner) noteLoads(a *scanners.Artifact, data []byte) {
+// noteLoads records the torch.load calls of a Python source or notebook,
+// and returns them.
+func (s *Scanner) noteLoads(a *scanners.Artifact, data []byte) []loadSite {
 	if !bytes.Contains(data, []byte("torch.load")) {
-		return
+		return nil
 	}
 	var sites []loadSite
 	eachLine(data, func(n int, line string) bool {
@@ -89,12 +96,17 @@ func (s *Scanner) noteLoads(a *scanners.Artifact, data []byte) {
 		sites = append(sites, loadSite{a: located(a), line: a.OriginalLine(n), weightsOnly: weightsOnlyRe.Match(args)})
 		return len(sites) < maxLoads
 	})
+	s.addLoads(a.Target, sites)
+	return sites
+}
+
+func (s *Scanner) addLoads(target string, sites []loadSite) {
 	if len(sites) == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.state(a.Target)
+	st := s.state(target)
 	for _, l := range sites {
 		if len(st.loads) < maxLoads {
 			st.loads = append(st.loads, l)
@@ -133,9 +145,9 @@ func closing(args []byte) int {
 }
 
 // FinishTarget reports each torch.load call of a target whose torch
-// release CVE-2025-32434 affects. Both facts come from this run's reads: in
-// an image whose layers the per-layer cache replays, the torch finding
-// stands alone (see docs/design/vulns.md).
+// release CVE-2025-32434 affects. Both facts come from this run's reads or,
+// for a layer the per-layer cache replays, from the state kept with its
+// findings (keep.go).
 func (s *Scanner) FinishTarget(ctx context.Context, t scanners.Target) ([]scanners.Finding, error) {
 	s.mu.Lock()
 	st := s.targets[t.Name]

@@ -133,21 +133,27 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 			fmt.Sprintf("only the first %d bytes of this %d-byte file were checked for vulnerable versions", limit, c.Size())))
 	}
 	if k == kindPython {
-		s.noteLoads(a, data)
+		keep(ctx, nil, s.noteLoads(a, data))
 		return out, nil
 	}
 	pkgs := extract(k, a, data)
-	out = append(out, s.judge(a, pkgs)...)
+	found, torch := s.judge(a, pkgs)
+	keep(ctx, torch, nil)
+	out = append(out, found...)
 	return out, nil
 }
 
 // Judge returns the findings for packages declared in artifact a.
 func (s *Scanner) Judge(a *scanners.Artifact, pkgs []Package) []scanners.Finding {
-	return s.judge(a, pkgs)
+	out, _ := s.judge(a, pkgs)
+	return out
 }
 
-func (s *Scanner) judge(a *scanners.Artifact, pkgs []Package) []scanners.Finding {
+// judge returns the findings for packages declared in a, and the affected
+// torch release it noted for FinishTarget, if any.
+func (s *Scanner) judge(a *scanners.Artifact, pkgs []Package) ([]scanners.Finding, *place) {
 	var out []scanners.Finding
+	var torch *place
 	for _, p := range pkgs {
 		for _, e := range s.byPkg[p.Ecosystem+"/"+p.Name] {
 			r, hit, err := e.af.Match(p.Version)
@@ -155,8 +161,8 @@ func (s *Scanner) judge(a *scanners.Artifact, pkgs []Package) []scanners.Finding
 				continue // a version the ecosystem cannot order is not judged
 			}
 			out = append(out, s.finding(a, p, e.adv, r))
-			if p.Name == "torch" && p.Ecosystem == rules.EcosystemPyPI && isWeightsOnlyBypass(e.adv) {
-				s.noteTorch(a, p)
+			if p.Name == "torch" && p.Ecosystem == rules.EcosystemPyPI && isWeightsOnlyBypass(e.adv) && torch == nil {
+				torch = s.noteTorch(a, p)
 			}
 		}
 		if p.Ecosystem == rules.EcosystemNVIDIA && p.Name == rules.PkgDriver {
@@ -165,7 +171,7 @@ func (s *Scanner) judge(a *scanners.Artifact, pkgs []Package) []scanners.Finding
 			}
 		}
 	}
-	return out
+	return out, torch
 }
 
 // isWeightsOnlyBypass reports whether an advisory is CVE-2025-32434,

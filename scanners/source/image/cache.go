@@ -1,32 +1,31 @@
 package image
 
 import (
-	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"io"
-	"os"
-	"path/filepath"
-	"slices"
+	"context"
 	"strings"
 	"time"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/cache"
 )
 
 // The per-layer cache.
 //
-// A layer's findings depend only on its bytes, the rules and the note each
+// A layer's result depends only on its bytes, the rules and the note each
 // file carries (deleted or replaced by a layer above: that depends on the
-// image). So the cache keeps, per (layer diff ID, blob digest, RulesVersion), the layer's
-// findings, the notes of the files that had findings, and the layer's own
+// image). So the cache keeps, per (layer diff ID, blob digest, RulesVersion),
+// the layer's record (scanners.Record: its findings, what checks that judge
+// the whole image kept from its files, its components and skips), the
+// notes of the files that had findings or kept state, and the layer's own
 // whiteouts and entries (which decide the notes of the layers below). A hit
-// is used only when every file with findings would get the same note in this
-// image; then the layer is neither fetched nor decompressed, and its findings
-// are replayed as the scanners made them (with their fingerprints, so that
-// baselines and ignores match). A layer where any file could not be scanned
-// is never stored.
+// is used only when every such file would get the same note in this image;
+// then the layer is neither fetched nor decompressed, and its record is
+// replayed as the scanners made it (findings with their fingerprints, so
+// that baselines and ignores match; the checks' state handed back before
+// the image is finished, so that torch.load under an affected torch or a
+// namespace without a NetworkPolicy is judged from every layer, as a cold
+// scan judges it). A layer where any file could not be scanned is never
+// stored.
 //
 // Keys are digests mlwarden computed itself. An image's config and manifest
 // only claim digests: a config can name another image's layer while
@@ -40,49 +39,41 @@ import (
 // and nothing is stored. An entry is found only by an image that claims
 // both the same diff ID and the same blob digest; such an image's layer, if
 // it runs at all, is those bytes (runtimes check both digests on pull).
-// Every cache backend — this directory, and any shared one to come (a
-// Redis store is planned) — must keep to this: write only under verified
-// digests, look up only by the pair.
+// Every backend of scanners/cache — the directory on this machine, a Redis
+// or Valkey server that runners share — is written only here, so the rule
+// holds for each: write only under verified digests, look up only by the
+// pair.
 //
 // The findings flow from the dispatcher's sink to the report, not back to
-// the source, so the cache needs a sink that hands them back: imgResultSink,
-// an optional interface. Without it (or without RulesVersion, or with
+// the source, so the cache needs a sink that hands them back:
+// scanners.ResultSink. Without it (or without RulesVersion, or with
 // NoCache) every layer is scanned.
 
-// imgResultSink is an optional interface of a scanners.Sink: the
-// dispatcher's sink implements it so that image layers can be cached.
-type imgResultSink interface {
-	scanners.Sink
-	// ArtifactResult scans like Artifact and also returns the findings and
-	// errors it recorded for this artifact (already recorded: the caller
-	// must not record them again).
-	ArtifactResult(a *scanners.Artifact, r io.Reader) ([]scanners.Finding, []scanners.Error, error)
-	// Replay records findings a cache kept, as if scanners had returned them.
-	Replay(fs []scanners.Finding)
-}
-
-// imgCacheVersion changes when the entry format does.
-// Version 2 added the blob digest and keys only verified layers: entries of
-// version 1 may have been filled by an image that claimed another's layer,
-// and are never read.
-const imgCacheVersion = 2
+// imgCacheVersion changes when the entry format does; it is part of the
+// key. Version 2 added the blob digest and keys only verified layers;
+// version 3 keeps the whole record (checks' state, components, skips).
+const imgCacheVersion = "3"
 
 type imgCacheEntry struct {
-	Version  int                `json:"version"`
-	DiffID   string             `json:"diff_id"`
-	Digest   string             `json:"digest,omitempty"` // the blob's; "" for a docker archive's layer
-	Findings []scanners.Finding `json:"findings"`
-	// Notes holds the note of each path with findings at the time of the scan.
+	DiffID     string               `json:"diff_id"`
+	Digest     string               `json:"digest,omitempty"` // the blob's; "" for a docker archive's layer
+	Findings   []scanners.Finding   `json:"findings"`
+	States     []scanners.State     `json:"states,omitempty"`
+	Components []scanners.Component `json:"components,omitempty"`
+	Skipped    []string             `json:"skipped,omitempty"`
+	// Notes holds the note of each path with findings or state at the time
+	// of the scan.
 	Notes  map[string]string `json:"notes,omitempty"`
 	Events []imgEvent        `json:"events"`
 }
 
 func (e *imgCacheEntry) events() *imgEvents { return imgEventsFrom(e.Events) }
 
-// matches reports whether the entry's findings are those a scan of the layer
-// would give in this image: every file with findings gets the same note.
+// matches reports whether the entry's record is what a scan of the layer
+// would give in this image: every file with findings or state gets the
+// same note.
 func (e *imgCacheEntry) matches(h *imgHidden, diffID, digest string) bool {
-	if e.Version != imgCacheVersion || e.DiffID != diffID || e.Digest != digest {
+	if e.DiffID != diffID || e.Digest != digest {
 		return false
 	}
 	for _, f := range e.Findings {
@@ -90,126 +81,58 @@ func (e *imgCacheEntry) matches(h *imgHidden, diffID, digest string) bool {
 			return false
 		}
 	}
+	for p, n := range e.Notes {
+		if h.note(p) != n {
+			return false
+		}
+	}
 	return true
 }
 
-// replay returns the entry's findings located in target.
-func (e *imgCacheEntry) replay(target string) []scanners.Finding {
-	out := make([]scanners.Finding, len(e.Findings))
-	for i, f := range e.Findings {
-		f.Target = target
-		out[i] = f
-	}
-	return out
+// record is the entry as the sink replays it.
+func (e *imgCacheEntry) record() scanners.Record {
+	return scanners.Record{Findings: e.Findings, States: e.States, Components: e.Components, Skipped: e.Skipped}
 }
 
 type imgCache struct {
-	root     string // the cache; one directory per rules version below it
-	dir      string // this rules version's directory
-	maxBytes int64
-	maxAge   time.Duration
+	c       *cache.Cache
+	version string
+	own     bool // opened here (Options.Cache unset): closed after the walk
 }
 
-// newImgCache returns the cache, or nil when it is off.
+// newImgCache returns the cache, or nil when it is off: Options.Cache, or
+// a directory on this machine (CacheDir) for a caller that set none.
 func newImgCache(o Options) *imgCache {
 	if o.NoCache || o.RulesVersion == "" {
 		return nil
 	}
-	root := o.CacheDir
-	if root == "" {
-		d, err := os.UserCacheDir()
-		if err != nil {
-			return nil
-		}
-		root = filepath.Join(d, "mlwarden", "layers")
+	if o.Cache != nil {
+		return &imgCache{c: o.Cache, version: o.RulesVersion}
 	}
-	sum := sha256.Sum256([]byte(o.RulesVersion))
-	return &imgCache{root: root, dir: filepath.Join(root, hex.EncodeToString(sum[:8])),
-		maxBytes: o.CacheMaxBytes, maxAge: o.CacheMaxAge}
+	c, err := cache.Open(cache.BackendFS, cache.Options{Dir: o.CacheDir, MaxBytes: o.CacheMaxBytes, TTL: o.CacheMaxAge})
+	if err != nil {
+		return nil
+	}
+	return &imgCache{c: c, version: o.RulesVersion, own: true}
 }
 
-// pruneEvery is how often the cache is pruned at most (one process or
-// several sharing the directory: a marker file's time says when it last was).
-const pruneEvery = 10 * time.Minute
-
-// prune deletes entries unused for longer than maxAge, then the least
-// recently used (a hit refreshes an entry's time) until the cache is under
-// 90% of maxBytes, across every rules version's directory. Errors only leave
-// more behind: entries are rebuilt by the next scan that needs them.
-func (c *imgCache) prune(now time.Time) {
-	if c == nil || (c.maxBytes < 0 && c.maxAge < 0) {
+// done bounds a cache of this machine's, and closes one opened here.
+func (c *imgCache) done(now time.Time) {
+	if c == nil {
 		return
 	}
-	marker := filepath.Join(c.root, ".pruned")
-	if fi, err := os.Stat(marker); err == nil && now.Sub(fi.ModTime()) < pruneEvery && fi.ModTime().Before(now.Add(time.Minute)) {
-		return
-	}
-	if err := os.MkdirAll(c.root, 0o700); err != nil {
-		return
-	}
-	if f, err := os.Create(marker); err == nil {
-		f.Close()
-		_ = os.Chtimes(marker, now, now)
-	}
-	type entry struct {
-		path string
-		size int64
-		used time.Time
-	}
-	var entries []entry
-	var total int64
-	versions, _ := os.ReadDir(c.root)
-	for _, v := range versions {
-		if !v.IsDir() {
-			continue
-		}
-		vdir := filepath.Join(c.root, v.Name())
-		files, _ := os.ReadDir(vdir)
-		for _, f := range files {
-			fi, err := f.Info()
-			if err != nil || !fi.Mode().IsRegular() {
-				continue
-			}
-			p := filepath.Join(vdir, f.Name())
-			switch {
-			case strings.HasPrefix(f.Name(), ".tmp-"):
-				if now.Sub(fi.ModTime()) > time.Hour { // left by a killed writer
-					os.Remove(p)
-				}
-				continue
-			case !strings.HasSuffix(f.Name(), ".json.gz"):
-				continue
-			case c.maxAge >= 0 && now.Sub(fi.ModTime()) > c.maxAge:
-				os.Remove(p)
-				continue
-			}
-			entries = append(entries, entry{p, fi.Size(), fi.ModTime()})
-			total += fi.Size()
-		}
-		if len(files) == 0 || vdir != c.dir {
-			_ = os.Remove(vdir) // only succeeds when empty
-		}
-	}
-	if c.maxBytes < 0 || total <= c.maxBytes {
-		return
-	}
-	slices.SortFunc(entries, func(a, b entry) int { return a.used.Compare(b.used) })
-	for _, e := range entries {
-		if total <= c.maxBytes/10*9 {
-			break
-		}
-		if os.Remove(e.path) == nil {
-			total -= e.size
-		}
+	c.c.Maintain(now)
+	if c.own {
+		c.c.Close()
 	}
 }
 
 func (c *imgCache) enabled() bool { return c != nil }
 
-// file is the entry's file name: the diff ID's hex and the blob digest's
-// (they come from an untrusted manifest, so anything but sha256 hex is
-// refused).
-func (c *imgCache) file(diffID, digest string) string {
+// id is the entry's id: the format version, the diff ID's hex and the blob
+// digest's (they come from an untrusted manifest, so anything but sha256
+// hex is refused).
+func imgCacheID(diffID, digest string) string {
 	hx := imgHex(diffID)
 	if hx == "" {
 		return ""
@@ -221,7 +144,7 @@ func (c *imgCache) file(diffID, digest string) string {
 		}
 		hx += "-" + bx
 	}
-	return filepath.Join(c.dir, hx+".json.gz")
+	return imgCacheVersion + "/" + hx
 }
 
 func imgHex(d string) string {
@@ -232,74 +155,67 @@ func imgHex(d string) string {
 	return hx
 }
 
-func (c *imgCache) load(diffID, digest string) *imgCacheEntry {
+func (c *imgCache) load(ctx context.Context, diffID, digest string) *imgCacheEntry {
 	if c == nil {
 		return nil
 	}
-	name := c.file(diffID, digest)
-	if name == "" {
-		return nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
+	id := imgCacheID(diffID, digest)
+	if id == "" {
 		return nil
 	}
 	var e imgCacheEntry
-	if err := json.NewDecoder(zr).Decode(&e); err != nil || e.Version != imgCacheVersion || e.DiffID != diffID || e.Digest != digest {
+	if !c.c.GetJSON(ctx, cache.KindLayer, c.version, id, &e) || e.DiffID != diffID || e.Digest != digest {
 		return nil
 	}
-	now := time.Now()
-	_ = os.Chtimes(name, now, now) // used: pruned last
 	return &e
 }
 
+// record adds what one artifact of the layer gave to the job's record.
+func (j *imgLayerJob) record(a *scanners.Artifact, rec scanners.Record) {
+	if len(rec.Errors) > 0 {
+		j.failed.Store(true)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.rec.Append(rec)
+	if len(rec.Findings) > 0 || len(rec.States) > 0 {
+		if j.notes == nil {
+			j.notes = map[string]string{}
+		}
+		j.notes[a.Path] = a.Note
+	}
+}
+
 // store writes the job's entry; a failure only costs a rescan next time.
-func (c *imgCache) store(j *imgLayerJob, ev *imgEvents) {
+func (c *imgCache) store(ctx context.Context, j *imgLayerJob, ev *imgEvents) {
 	if c == nil {
 		return
 	}
 	if !j.verified.Load() {
 		return // never under a digest mlwarden did not compute
 	}
-	name := c.file(j.diffID, j.digest)
-	if name == "" {
+	id := imgCacheID(j.diffID, j.digest)
+	if id == "" {
 		return
 	}
 	j.mu.Lock()
-	e := imgCacheEntry{Version: imgCacheVersion, DiffID: j.diffID, Digest: j.digest, Notes: j.notes, Events: ev.list()}
-	e.Findings = make([]scanners.Finding, len(j.findings))
-	for i, f := range j.findings {
+	e := imgCacheEntry{DiffID: j.diffID, Digest: j.digest, Notes: j.notes, Events: ev.list(),
+		States: j.rec.States, Skipped: j.rec.Skipped}
+	e.Findings = make([]scanners.Finding, len(j.rec.Findings))
+	for i, f := range j.rec.Findings {
 		if f.Fingerprint == "" {
 			// Computed now, while the secret is in memory: it is never
 			// written, and the replayed finding must keep the same id.
 			f.Fingerprint = scanners.ComputeFingerprint(&f)
 		}
-		f.Secret = ""
+		f.Secret, f.Target = "", ""
 		e.Findings[i] = f
 	}
+	e.Components = make([]scanners.Component, len(j.rec.Components))
+	for i, comp := range j.rec.Components {
+		comp.Target = ""
+		e.Components[i] = comp
+	}
 	j.mu.Unlock()
-	if err := os.MkdirAll(c.dir, 0o700); err != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
-	if err != nil {
-		return
-	}
-	defer os.Remove(tmp.Name())
-	zw := gzip.NewWriter(tmp)
-	err = json.NewEncoder(zw).Encode(&e)
-	if cerr := zw.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		_ = os.Rename(tmp.Name(), name)
-	}
+	c.c.PutJSON(ctx, cache.KindLayer, c.version, id, &e)
 }

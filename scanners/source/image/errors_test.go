@@ -170,16 +170,16 @@ type imgResultTestSink struct {
 }
 
 func (s *imgResultTestSink) Artifact(a *scanners.Artifact, r io.Reader) error {
-	_, _, err := s.ArtifactResult(a, r)
+	_, err := s.ArtifactResult(a, r)
 	return err
 }
 
-func (s *imgResultTestSink) ArtifactResult(a *scanners.Artifact, r io.Reader) ([]scanners.Finding, []scanners.Error, error) {
+func (s *imgResultTestSink) ArtifactResult(a *scanners.Artifact, r io.Reader) (scanners.Record, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		e := scanners.Error{Target: a.Target, Path: a.Path, Message: err.Error()}
 		s.Error(e)
-		return nil, []scanners.Error{e}, nil
+		return scanners.Record{Errors: []scanners.Error{e}}, nil
 	}
 	var out []scanners.Finding
 	for _, sc := range s.scs {
@@ -190,13 +190,16 @@ func (s *imgResultTestSink) ArtifactResult(a *scanners.Artifact, r io.Reader) ([
 	s.findings = append(s.findings, out...)
 	s.scanned++
 	s.mu.Unlock()
-	return out, nil, nil
+	return scanners.Record{Findings: out}, nil
 }
 
-func (s *imgResultTestSink) Replay(fs []scanners.Finding) {
+func (s *imgResultTestSink) Replay(target string, rec scanners.Record) {
 	s.mu.Lock()
-	s.findings = append(s.findings, fs...)
-	s.replayed += len(fs)
+	for _, f := range rec.Findings {
+		f.Target = target
+		s.findings = append(s.findings, f)
+	}
+	s.replayed += len(rec.Findings)
 	s.mu.Unlock()
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/cache"
 )
 
 // Image schemes Open accepts.
@@ -85,9 +86,12 @@ type Options struct {
 	// rules data, enabled checks, config). It keys the per-layer cache, which
 	// is used only when it is set.
 	RulesVersion string
-	// NoCache bypasses the per-layer cache; CacheDir overrides its place
-	// (default os.UserCacheDir()/mlwarden/layers).
+	// NoCache bypasses the per-layer cache. Cache is where it is kept
+	// (scanners/cache: a directory, or a Redis server runners share); when
+	// it is nil, a directory: CacheDir (default
+	// os.UserCacheDir()/mlwarden/cache).
 	NoCache  bool
+	Cache    *cache.Cache
 	CacheDir string
 	// CacheMaxBytes and CacheMaxAge bound the cache (defaults
 	// DefaultCacheMaxBytes and DefaultCacheMaxAge): after a scan, entries
@@ -257,7 +261,7 @@ func (s *imgSource) Walk(ctx context.Context, sink scanners.Sink) error {
 	}
 	w := &imgWalker{src: s, sink: sink, opts: s.opts}
 	w.cache = newImgCache(s.opts)
-	defer w.cache.prune(time.Now())
+	defer w.cache.done(time.Now())
 	w.progress = newImgProgress(ctx) // the run's progress (scanners.ProgressOf)
 	defer w.progress.stop()
 	var errs []error

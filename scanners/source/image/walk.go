@@ -69,10 +69,10 @@ type imgWalker struct {
 
 // imgLayerJob is one layer of one image.
 type imgLayerJob struct {
-	index     int
-	count     int
-	layer     v1.Layer
-	diffID    string
+	index  int
+	count  int
+	layer  v1.Layer
+	diffID string
 	// diffKnown: diffID is the config's (or the layer's) diff ID, not a
 	// stand-in for a missing one.
 	diffKnown bool
@@ -85,10 +85,10 @@ type imgLayerJob struct {
 	events   *imgEvents // what the layer hides below it, once walked
 	replayed bool       // its findings came from the cache
 
-	mu       sync.Mutex
-	findings []scanners.Finding
-	notes    map[string]string // path → note, for paths with findings
-	failed   atomic.Bool       // some file or the layer could not be scanned
+	mu     sync.Mutex
+	rec    scanners.Record   // what its files gave, for the cache
+	notes  map[string]string // path → note, for paths with findings or state
+	failed atomic.Bool       // some file or the layer could not be scanned
 	// verified is set once mlwarden has hashed the whole decompressed
 	// stream and found the diff ID the config claims (and the blob's
 	// digest, where there is one): only then may the layer be cached.
@@ -166,7 +166,7 @@ func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
 		if j.diffID == "" {
 			return fmt.Errorf("layer %d%s: no digest in the manifest or config", i+1, where)
 		}
-		j.cached = w.cache.load(j.diffID, j.digest)
+		j.cached = w.cache.load(ctx, j.diffID, j.digest)
 		jobs[i] = j
 	}
 	w.progress.addLayers(jobs)
@@ -176,7 +176,7 @@ func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
 	for i := len(jobs) - 1; i >= 0; i-- {
 		order = append(order, jobs[i])
 	}
-	rs, _ := w.sink.(imgResultSink)
+	rs, _ := w.sink.(scanners.ResultSink)
 	useCache := w.cache.enabled() && rs != nil
 
 	ahead := make(chan struct{}, min(w.opts.Concurrency, 4))
@@ -230,7 +230,7 @@ func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
 			if j.stream != nil {
 				j.stream.closeRead()
 			}
-			rs.Replay(j.cached.replay(target))
+			rs.Replay(target, j.cached.record())
 			hidden.merge(j.index, j.cached.events())
 			j.replayed = true
 			w.progress.layerDone(j, true)
@@ -275,7 +275,7 @@ func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
 			if j.failed.Load() || j.replayed || j.events == nil || !j.verified.Load() {
 				continue // only what mlwarden hashed and found as claimed
 			}
-			w.cache.store(j, j.events)
+			w.cache.store(ctx, j, j.events)
 		}
 	}
 	return nil
@@ -564,7 +564,7 @@ func (l *imgLimit) Read(p []byte) (int, error) {
 
 // walkLayer walks one layer's tar stream and hands every regular file to the
 // sink. It returns the layer's own events (what it hides below it).
-func (w *imgWalker) walkLayer(ctx context.Context, j *imgLayerJob, r io.Reader, hidden *imgHidden, g *errgroup.Group, rs imgResultSink, record bool, stopped *imgStop) (*imgEvents, error) {
+func (w *imgWalker) walkLayer(ctx context.Context, j *imgLayerJob, r io.Reader, hidden *imgHidden, g *errgroup.Group, rs scanners.ResultSink, record bool, stopped *imgStop) (*imgEvents, error) {
 	target := w.src.Target().Name
 	ev := newImgEvents()
 	tr := tar.NewReader(&imgLimit{r: r, left: w.opts.MaxLayerBytes, max: w.opts.MaxLayerBytes})
@@ -657,32 +657,19 @@ func imgReadErr(err error) error {
 
 // hand gives one artifact to the sink, recording its findings for the cache
 // when the sink hands them back.
-func (w *imgWalker) hand(j *imgLayerJob, a *scanners.Artifact, r io.Reader, rs imgResultSink, record bool, stopped *imgStop) {
+func (w *imgWalker) hand(j *imgLayerJob, a *scanners.Artifact, r io.Reader, rs scanners.ResultSink, record bool, stopped *imgStop) {
 	if !record {
 		if err := w.sink.Artifact(a, r); err != nil {
 			stopped.set(err)
 		}
 		return
 	}
-	fs, errs, err := rs.ArtifactResult(a, r)
+	rec, err := rs.ArtifactResult(a, r)
 	if err != nil {
 		stopped.set(err)
 		return
 	}
-	if len(errs) > 0 {
-		j.failed.Store(true)
-	}
-	if len(fs) > 0 {
-		j.mu.Lock()
-		j.findings = append(j.findings, fs...)
-		if a.Note != "" {
-			if j.notes == nil {
-				j.notes = map[string]string{}
-			}
-			j.notes[a.Path] = a.Note
-		}
-		j.mu.Unlock()
-	}
+	j.record(a, rec) // cache.go
 }
 
 // imgStop holds the first error of the sink, which ends the walk.
