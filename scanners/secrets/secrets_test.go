@@ -343,3 +343,28 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// TestStringsPassPEMMarkers: PEM header and footer constants in a binary,
+// with other strings between them, are not a private key (each string is
+// scanned on its own); a key stored whole in one string is.
+func TestStringsPassPEMMarkers(t *testing.T) {
+	s := newScanner(t)
+	bin := func(parts ...string) string {
+		var b strings.Builder
+		b.WriteString("\x7fELF\x02\x01\x01")
+		b.Write(make([]byte, 2048))
+		for _, p := range parts {
+			b.WriteString(p)
+			b.Write(make([]byte, 16))
+		}
+		return b.String()
+	}
+	markers := bin("-----BEGIN RSA PRIVATE KEY-----", strings.Repeat("some_symbol_name_", 8), "-----END RSA PRIVATE KEY-----")
+	if fs := scan(t, s, "libcrypto.so", markers); len(fs) != 0 {
+		t.Errorf("PEM markers reported: %v", ids(fs))
+	}
+	key := "-----BEGIN EC PRIVATE KEY-----" + newFake(21).str(b64, 160) + "-----END EC PRIVATE KEY-----"
+	if fs := scan(t, s, "libcrypto.so", bin(key)); len(fs) != 1 || fs[0].RuleID != "secrets/private-key" {
+		t.Errorf("key in one string: %v", ids(fs))
+	}
+}
