@@ -202,7 +202,7 @@ func TestTable(t *testing.T) {
 			}
 		}
 	}
-	for _, cmd := range []string{CmdScan, CmdSbatch, CmdServe, CmdPin, CmdRules, CmdVersion, CmdCUDA, CmdCUDAHost} {
+	for _, cmd := range []string{CmdScan, CmdSbatch, CmdServe, CmdPin, CmdRules, CmdVersion, CmdCUDA, CmdCUDAHost, CmdSweep, CmdSweepMerge} {
 		seen := map[string]bool{}
 		for _, s := range For(cmd) {
 			if seen[s.Name] || (s.Short != "" && seen["-"+s.Short]) {

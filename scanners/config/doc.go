@@ -6,12 +6,13 @@ import (
 )
 
 // Markdown writes the settings of command cmd as a Markdown table: flag,
-// config key, environment variable, default and help. The README's flag
-// tables are this output (TestREADMEFlagTable keeps them equal).
+// config key, environment variable, default and help (sweep's own only:
+// it takes scan's too). The README's flag tables are this output
+// (TestREADMEFlagTable keeps them equal).
 func Markdown(cmd string) string {
 	var b strings.Builder
 	b.WriteString("| flag | config key | environment | default | meaning |\n|---|---|---|---|---|\n")
-	for _, s := range For(cmd) {
+	for _, s := range Own(cmd) {
 		flag := "`--" + s.Name + "`"
 		if s.Short != "" {
 			flag += ", `-" + s.Short + "`"

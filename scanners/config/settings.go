@@ -125,6 +125,9 @@ const (
 	CmdVersion  = "version"
 	CmdCUDA     = "cuda check"
 	CmdCUDAHost = "cuda host"
+	// CmdSweep takes every setting of scan as well as its own.
+	CmdSweep      = "sweep"
+	CmdSweepMerge = "sweep merge"
 )
 
 // All is the table: every setting of every command, in the order --help
@@ -174,7 +177,7 @@ func All() []Setting {
 
 		// Output.
 		{Name: "format", Short: "f", Type: String, Default: "text", Choices: reportFormats,
-			Commands: []string{CmdScan, CmdSbatch, CmdRules, CmdVersion, CmdCUDA, CmdCUDAHost},
+			Commands: []string{CmdScan, CmdSbatch, CmdRules, CmdVersion, CmdCUDA, CmdCUDAHost, CmdSweepMerge},
 			Help:     "output format: text, json, sarif, cyclonedx (an ML-BOM), junit, gitlab (a SAST report), gitlab-secrets (a secret detection report), html",
 			PerCommand: map[string]Override{
 				CmdSbatch:   {Choices: []string{"text", "json", "sarif"}, Help: "output format: text (one short line per finding, for the submit hook), json, sarif"},
@@ -183,7 +186,7 @@ func All() []Setting {
 				CmdCUDA:     {Choices: []string{"text", "json"}, Help: "output format: text, json"},
 				CmdCUDAHost: {Default: "yaml", Choices: []string{"yaml", "json", "text"}, Help: "output format: yaml, json, text"},
 			}},
-		{Name: "output", Short: "o", Type: String, NoEnv: true, Commands: []string{CmdScan, CmdSbatch},
+		{Name: "output", Short: "o", Type: String, NoEnv: true, Commands: []string{CmdScan, CmdSbatch, CmdSweepMerge},
 			Help: "write the report to this file instead of standard output"},
 		{Name: "show-suppressed", Type: Bool, Default: "false", Commands: []string{CmdScan},
 			Help: "list suppressed findings in the text format too"},
@@ -204,9 +207,39 @@ func All() []Setting {
 		{Name: "insecure-registry", Type: List, Commands: []string{CmdScan, CmdServe, CmdPin},
 			Help: "registry HOST[:PORT] to reach over plain HTTP (repeatable; loopback always is)"},
 		{Name: "no-cache", Type: Bool, Default: "false", Commands: []string{CmdScan},
-			Help: "do not use or fill the per-layer result cache"},
-		{Name: "cache-max-size", Type: Size, Default: "2GiB", Commands: []string{CmdScan},
-			Help: "bound of the per-layer result cache; entries unused for 30 days go, then the least recently used (0: no bound)"},
+			Help: "do not use or fill the result cache (image layers; sweep's finished targets)"},
+		{Name: "cache-max-size", Type: Size, Default: "2GiB", Commands: []string{CmdScan, CmdServe},
+			Help: "bound of the fs result cache; entries unused for --cache-ttl go, then the least recently used (0: no bound; a Redis server bounds itself with maxmemory)"},
+
+		// The result cache (scanners/cache), shared by CI runners and replicas.
+		{Name: "cache-backend", Key: "cache.backend", Type: String, Default: "fs", Commands: []string{CmdScan, CmdServe},
+			Help: "where results keyed by content are kept: fs (a directory on this machine), or redis://[USER:PASSWORD@]HOST:PORT[/DB] or rediss://… (TLS; ?ca=FILE for a private CA) for a Redis or Valkey server runners and serve replicas share; one that fails is a warning and a cold scan"},
+		{Name: "cache-dir", Key: "cache.dir", Type: String, Commands: []string{CmdScan, CmdServe},
+			Help: "directory of the fs result cache (default: the user cache directory's mlwarden/cache)"},
+		{Name: "cache-ttl", Key: "cache.ttl", Type: Duration, Default: "720h", Commands: []string{CmdScan, CmdServe},
+			Help: "how long a cached result nobody reads is kept; each hit renews it (0: forever, or until the size bound)"},
+
+		// sweep: many targets, split into shards (it takes every scan setting too).
+		{Name: "shard", Type: String, Commands: []string{CmdSweep},
+			Help: "scan shard N of M (N/M, 0-based; default: $JOB_COMPLETION_INDEX of --shards, else $JOB_COMPLETIONS, else 0/1: everything)"},
+		{Name: "shards", Type: Int, Default: "0", Commands: []string{CmdSweep},
+			Help: "how many shards the targets are split into (with $JOB_COMPLETION_INDEX, or for --emit-job; 0: $JOB_COMPLETIONS, else 1)"},
+		{Name: "report-dir", Type: String, Commands: []string{CmdSweep},
+			Help: "also write this shard's JSON report to DIR/shard-N-of-M.json, for 'mlwarden sweep merge'"},
+		{Name: "emit-job", Type: Bool, Default: "false", NoEnv: true, Commands: []string{CmdSweep},
+			Help: "print a Kubernetes Indexed Job (and the ConfigMap of its target list) that runs one shard per pod, instead of scanning"},
+		{Name: "job-name", Type: String, Default: "mlwarden-sweep", Commands: []string{CmdSweep},
+			Help: "with --emit-job: the Job's and ConfigMap's name"},
+		{Name: "job-namespace", Type: String, Commands: []string{CmdSweep},
+			Help: "with --emit-job: their namespace (default: none, the one kubectl applies to)"},
+		{Name: "job-image", Type: String, Default: "ghcr.io/mlwarden/mlwarden:latest", Commands: []string{CmdSweep},
+			Help: "with --emit-job: the mlwarden image the pods run (pin it by digest)"},
+		{Name: "job-parallelism", Type: Int, Default: "0", Commands: []string{CmdSweep},
+			Help: "with --emit-job: pods running at once (0: one per shard)"},
+		{Name: "job-secret", Type: String, Commands: []string{CmdSweep},
+			Help: "with --emit-job: a Secret whose keys become the pods' environment (MLWARDEN_CACHE_BACKEND with its password, HF_TOKEN, registry credentials' DOCKER_CONFIG)"},
+		{Name: "job-pvc", Type: String, Commands: []string{CmdSweep},
+			Help: "with --emit-job: a PersistentVolumeClaim (ReadWriteMany) mounted at /reports, where each pod writes its shard's report (default: none; the results still go to the shared cache)"},
 
 		// Model sources: hf: targets, Hub caches, OCI model artifacts.
 		{Name: "download-limit", Key: "download-limit", Type: Size, Default: "2GiB", Commands: []string{CmdScan},
@@ -278,8 +311,28 @@ func All() []Setting {
 	}
 }
 
-// For returns the settings command cmd takes, as it sees them.
+// For returns the settings command cmd takes, as it sees them: sweep
+// takes every setting of scan, as scan sees it, after its own.
 func For(cmd string) []Setting {
+	var out []Setting
+	for _, s := range All() {
+		if slices.Contains(s.Commands, cmd) {
+			out = append(out, s.For(cmd))
+		}
+	}
+	if cmd == CmdSweep {
+		for _, s := range All() {
+			if slices.Contains(s.Commands, CmdScan) && !slices.Contains(s.Commands, CmdSweep) {
+				out = append(out, s.For(CmdScan))
+			}
+		}
+	}
+	return out
+}
+
+// Own returns the settings that name command cmd itself (sweep's own,
+// without those it takes from scan), as For writes them.
+func Own(cmd string) []Setting {
 	var out []Setting
 	for _, s := range All() {
 		if slices.Contains(s.Commands, cmd) {

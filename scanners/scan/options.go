@@ -109,6 +109,14 @@ func OptionsFrom(v *config.Values) (Options, error) {
 		if o.Image.CacheMaxBytes == 0 {
 			o.Image.CacheMaxBytes = -1 // no bound
 		}
+		o.Cache.MaxBytes = o.Image.CacheMaxBytes
+	}
+	o.CacheBackend = str("cache-backend")
+	o.Cache.Dir = str("cache-dir")
+	if v.Has("cache-ttl") {
+		if o.Cache.TTL = v.Duration("cache-ttl"); o.Cache.TTL == 0 {
+			o.Cache.TTL = -1 // forever
+		}
 	}
 	if v.Has("download-limit") {
 		n := v.Size("download-limit")

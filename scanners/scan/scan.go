@@ -29,6 +29,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/cache"
 	"github.com/mlwarden/mlwarden/scanners/catalog"
 	"github.com/mlwarden/mlwarden/scanners/config"
 	"github.com/mlwarden/mlwarden/scanners/cuda"
@@ -97,6 +98,12 @@ type Options struct {
 	// Signatures is the signature policy (the config's signatures
 	// section), paths already relative to the config file.
 	Signatures signatures.Policy
+	// CacheBackend is where results keyed by content are kept
+	// (--cache-backend: "" or "fs", redis://, rediss://; see
+	// scanners/cache), Cache its bounds and directory. Image.NoCache turns
+	// it off; Image.Cache, when set, is used instead.
+	CacheBackend string
+	Cache        cache.Options
 	// Image configures image targets (platform, registries, cache).
 	Image image.Options
 	// Git configures repository targets.
@@ -124,6 +131,7 @@ type Scanner struct {
 	baseline suppress.Baseline
 	secrets  *secrets.Scanner
 	version  string
+	cache    *cache.Cache // opened by New; nil when off
 }
 
 // New sets the pipeline up. A bad setting, a config path that does not
@@ -185,9 +193,38 @@ func New(o Options) (*Scanner, error) {
 		files = append(files, o.Config.Path)
 	}
 	files = append(files, o.SecretsConfig, o.CUDAHost, o.CUDAInventory, o.Advisories)
-	s.version = RulesVersion(o.Version, o.Checks, s.rules, files...)
+	// What a run leaves out, or adds to every component, changes what a
+	// cached result holds.
+	build := o.Version
+	if !o.Skip.Empty() {
+		build += "\x00skip\x00" + strings.Join(o.Skip.Dirs, "\x00") + "\x00files\x00" + strings.Join(o.Skip.Files, "\x00")
+	}
+	if o.HashComponents {
+		build += "\x00hash-components"
+	}
+	s.version = RulesVersion(build, o.Checks, s.rules, files...)
 	if s.o.Image.RulesVersion == "" {
 		s.o.Image.RulesVersion = s.version
+	}
+	if s.o.Image.Cache == nil && !s.o.Image.NoCache {
+		co := o.Cache
+		co.Warn = o.Warn
+		if co.MaxBytes == 0 {
+			co.MaxBytes = s.o.Image.CacheMaxBytes
+		}
+		if co.Dir == "" {
+			co.Dir = s.o.Image.CacheDir
+		}
+		c, err := cache.Open(o.CacheBackend, co)
+		switch {
+		case err == nil:
+			s.cache, s.o.Image.Cache = c, c
+		case o.CacheBackend != "" && o.CacheBackend != cache.BackendFS:
+			catalog.Close(checks)
+			return nil, fmt.Errorf("--cache-backend: %w", err)
+		default:
+			s.o.Image.NoCache = true // no directory for it (no $HOME): scans are cold
+		}
 	}
 	if s.o.Image.Concurrency == 0 {
 		s.o.Image.Concurrency = o.Workers
@@ -198,8 +235,17 @@ func New(o Options) (*Scanner, error) {
 	return s, nil
 }
 
-// Close releases what the checks hold between runs.
-func (s *Scanner) Close() { catalog.Close(s.checks) }
+// Close releases what the checks hold between runs, and the cache.
+func (s *Scanner) Close() {
+	catalog.Close(s.checks)
+	if s.cache != nil {
+		s.cache.Close()
+	}
+}
+
+// Cache is the result cache the pipeline keeps results in (nil when off):
+// the server's verdicts and sweep's finished targets go there too.
+func (s *Scanner) Cache() *cache.Cache { return s.o.Image.Cache }
 
 // Rules lists the rules of the enabled checks, sorted by ID.
 func (s *Scanner) Rules() []scanners.Rule { return s.rules }
