@@ -1,14 +1,19 @@
 package verdict_test
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/mlwarden/mlwarden/internal/redistest"
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/cache"
 	"github.com/mlwarden/mlwarden/server/verdict"
 )
 
@@ -68,5 +73,47 @@ func TestMaxFindings(t *testing.T) {
 	v := verdict.FromResult(d, "v1", res, time.Now())
 	if len(v.Findings) != verdict.MaxFindings || v.Truncated != 5 || v.Summary.Medium != verdict.MaxFindings+5 {
 		t.Errorf("kept %d, truncated %d, summary %+v", len(v.Findings), v.Truncated, v.Summary)
+	}
+}
+
+// TestCacheStoreReplicas: two serve replicas, each with its own client of
+// one real Redis, read each other's verdicts; another rules version misses.
+func TestCacheStoreReplicas(t *testing.T) {
+	backend := "redis://" + redistest.Addr(t)
+	open := func() verdict.Store {
+		c, err := cache.Open(backend, cache.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return verdict.NewCache(c)
+	}
+	first, second := open(), open()
+	var b [8]byte
+	rand.Read(b[:])
+	d, _ := name.NewDigest("r.invalid/a@sha256:" + strings.Repeat(hex.EncodeToString(b[:]), 4))
+	rv := "v-" + hex.EncodeToString(b[:])
+	res := &scanners.Result{Findings: []scanners.Finding{{RuleID: "x/crit", Severity: scanners.SeverityCritical}}}
+	v := verdict.FromResult(d, rv, res, time.Unix(0, 0))
+	if _, err := second.Get(t.Context(), d, rv); !errors.Is(err, verdict.ErrNotFound) {
+		t.Fatalf("before any put: %v", err)
+	}
+	if err := first.Put(t.Context(), d, v); err != nil {
+		t.Fatal(err)
+	}
+	got, err := second.Get(t.Context(), d, rv)
+	if err != nil || got.Summary != v.Summary || !got.Failed(scanners.SeverityHigh) {
+		t.Fatalf("second replica: %+v %v", got, err)
+	}
+	if _, err := second.Get(t.Context(), d, rv+"-other"); !errors.Is(err, verdict.ErrNotFound) {
+		t.Errorf("another rules version: %v", err)
+	}
+	// In a chain after the local store, a verdict from Redis fills it.
+	local := verdict.NewMemory()
+	if _, err := (verdict.Chain{local, second}).Get(t.Context(), d, rv); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := local.Get(t.Context(), d, rv); err != nil {
+		t.Errorf("chain did not fill the local store: %v", err)
 	}
 }

@@ -103,7 +103,13 @@ func runServe(cmd *cobra.Command, a *app) error {
 	}
 	defer sc.Close()
 
-	store, closeStore, err := openServeStore(cfg.Store)
+	// With a shared cache backend (--cache-backend redis://…), replicas
+	// share verdicts through it as well as layers.
+	var shared verdict.Store
+	if c := sc.Cache(); c.Shared() {
+		shared = verdict.NewCache(c)
+	}
+	store, closeStore, err := openServeStore(cfg.Store, shared)
 	if err != nil {
 		return err
 	}
@@ -211,8 +217,9 @@ func reloadOnHangup(ctx context.Context, srv *server.Server, log *slog.Logger, n
 }
 
 // openServeStore opens the verdict stores the config names: the bbolt file
-// (or memory), then the registry referrers when enabled.
-func openServeStore(c server.StoreConfig) (verdict.Store, func(), error) {
+// (or memory), then shared (the shared result cache, when set), then the
+// registry referrers when enabled.
+func openServeStore(c server.StoreConfig, shared verdict.Store) (verdict.Store, func(), error) {
 	var local verdict.Store = verdict.NewMemory()
 	closeFn := func() {}
 	if c.Path != "" {
@@ -221,6 +228,9 @@ func openServeStore(c server.StoreConfig) (verdict.Store, func(), error) {
 			return nil, nil, err
 		}
 		local, closeFn = b, func() { b.Close() }
+	}
+	if shared != nil {
+		local = verdict.Chain{local, shared}
 	}
 	if !c.Referrers {
 		return local, closeFn, nil
