@@ -36,7 +36,7 @@ func TestAdmissionIsolation(t *testing.T) {
 			// A digest that no store knows and no scanner: the image part
 			// only warns.
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "train",
-				Image: "registry.invalid/ml/train@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+				Image:     "registry.invalid/ml/train@sha256:0000000000000000000000000000000000000000000000000000000000000000",
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}}},
 		}
 		if mut != nil {
@@ -53,7 +53,10 @@ func TestAdmissionIsolation(t *testing.T) {
 	sock := func(p *corev1.Pod) {
 		p.Spec.Volumes = []corev1.Volume{{Name: "sock", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/run/docker.sock"}}}}
 	}
-	noGPU := func(p *corev1.Pod) { p.Spec.HostPID = true; p.Spec.Containers[0].Resources = corev1.ResourceRequirements{} }
+	noGPU := func(p *corev1.Pod) {
+		p.Spec.HostPID = true
+		p.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	}
 	warned := func(r *admissionv1.AdmissionResponse, rule string) bool {
 		for _, w := range r.Warnings {
 			if strings.Contains(w, rule) {

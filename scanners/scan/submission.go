@@ -138,13 +138,16 @@ func quoteDirective(w string) string {
 // whether or not the option applies.
 func suppressOverridden(res *scanners.Result, script *slurm.Script, eff map[string]slurm.Setting, name string) {
 	overridden := map[int]string{}
+	byLine := map[int][]slurm.Setting{} // one pass, not one per directive: a script may hold 100,000 lines
+	for _, st := range script.Settings {
+		if st.Component == 0 {
+			byLine[st.Line] = append(byLine[st.Line], st)
+		}
+	}
 	for _, d := range script.Directives {
 		var names []string
 		all := true
-		for _, st := range script.Settings {
-			if st.Line != d.Line || st.Component != 0 {
-				continue
-			}
+		for _, st := range byLine[d.Line] {
 			e, ok := eff[st.Name]
 			if !ok || e.Source == slurm.FromScript {
 				all = false

@@ -46,8 +46,42 @@ type Checker struct {
 }
 
 // Check checks one script, writes its lines (or report) to w and returns
-// the exit code: 0 allow, 1 reject, 2 could not check.
+// the exit code: 0 allow, 1 reject, 2 could not check. It returns by ctx's
+// deadline whatever the script (exit 2, "could not check the script within
+// its deadline"): job_submit.lua gives up after a few seconds, and a
+// check that answers later holds every submission behind it.
 func (c *Checker) Check(ctx context.Context, req Request, w io.Writer) int {
+	code, _ := c.check(ctx, req, w)
+	return code
+}
+
+// check is Check; done is closed once the pipeline's run is over, which
+// may be after the answer (a run past the deadline goes on until it
+// notices): the socket server holds the worker slot until then, so that
+// late runs never add up past its workers.
+func (c *Checker) check(ctx context.Context, req Request, w io.Writer) (int, <-chan struct{}) {
+	type ran struct {
+		res *scan.Result
+		err error
+	}
+	ch := make(chan ran, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err := c.Scanner.Run(ctx, scan.Target{Script: &scan.Script{Name: req.Name, Data: req.Script, Env: req.Env, Args: req.Args}})
+		ch <- ran{res, err}
+	}()
+	select {
+	case r := <-ch:
+		return c.answer(req, r.res, r.err, w), done
+	case <-ctx.Done():
+		fmt.Fprintf(w, "mlwarden: could not check the script within its deadline: %s\n", ctx.Err())
+		return scan.ExitError, done
+	}
+}
+
+// answer writes a run's lines (or report) and returns its exit code.
+func (c *Checker) answer(req Request, res *scan.Result, err error, w io.Writer) int {
 	failOn, show := c.FailOn, c.Show
 	if req.FailOn != nil {
 		failOn, show = req.FailOn, req.FailOn
@@ -61,7 +95,6 @@ func (c *Checker) Check(ctx context.Context, req Request, w io.Writer) int {
 	if show == nil {
 		show = failOn
 	}
-	res, err := c.Scanner.Run(ctx, scan.Target{Script: &scan.Script{Name: req.Name, Data: req.Script, Env: req.Env, Args: req.Args}})
 	if err != nil {
 		fmt.Fprintf(w, "mlwarden: could not check the script: %s\n", oneLine(err.Error()))
 		return scan.ExitError

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,6 +31,12 @@ import (
 // MaxScript bounds the script read (Slurm's own default max_script_size is
 // 4 MiB).
 const MaxScript = 16 << 20
+
+// maxFields bounds the bytes of a request's other fields together (name,
+// env, arg, fail-on, show): with MaxScript, what one request may make the
+// checker hold. (A check of a directive-dense script peaks at about 120
+// times the script's size; see docs/design/sbatch-hook.md.)
+const maxFields = 1 << 20
 
 // Server answers checks on a Unix socket.
 type Server struct {
@@ -102,23 +109,31 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn, timeout time.Dura
 	conn.SetDeadline(time.Now().Add(timeout))
 	req, err := ReadRequest(bufio.NewReader(conn))
 	if err != nil {
+		conn.SetWriteDeadline(time.Now().Add(time.Second)) // the read may have used up the deadline
 		fmt.Fprintf(conn, "exit %d\nmlwarden: bad request: %v\n", scan.ExitError, err)
 		return scan.ExitError
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var out bytes.Buffer
-	code := s.Checker.Check(cctx, req, &out)
+	code, done := s.Checker.check(cctx, req, &out)
 	if cctx.Err() != nil {
 		code = scan.ExitError
 		out.Reset()
 		fmt.Fprintf(&out, "mlwarden: could not check the script within %s\n", timeout)
 	}
+	// The answer goes out by the deadline; the worker slot is held until
+	// the run is over.
+	conn.SetWriteDeadline(time.Now().Add(time.Second))
 	fmt.Fprintf(conn, "exit %d\n", code)
 	conn.Write(out.Bytes())
+	conn.Close()
+	<-done
 	return code
 }
 
+// readNetstring reads one netstring of at most limit bytes. The buffer grows
+// with what arrives, not with the length the client declares.
 func readNetstring(r *bufio.Reader, limit int) ([]byte, error) {
 	n := 0
 	for digits := 0; ; digits++ {
@@ -137,19 +152,25 @@ func readNetstring(r *bufio.Reader, limit int) ([]byte, error) {
 	if n > limit {
 		return nil, fmt.Errorf("field of %d bytes is larger than %d", n, limit)
 	}
-	buf := make([]byte, n+1)
-	if _, err := io.ReadFull(r, buf); err != nil {
+	var b bytes.Buffer
+	if m, err := io.CopyN(&b, r, int64(n)+1); err != nil {
+		if err == io.EOF && m < int64(n)+1 {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, err
 	}
+	buf := b.Bytes()
 	if buf[n] != ',' {
 		return nil, fmt.Errorf("malformed netstring")
 	}
 	return buf[:n], nil
 }
 
-// ReadRequest reads one request in the socket's netstring form.
+// ReadRequest reads one request in the socket's netstring form: a script
+// of at most MaxScript bytes and at most maxFields bytes of other fields.
 func ReadRequest(r *bufio.Reader) (Request, error) {
 	req := Request{Name: "job script"}
+	left := maxFields
 	for fields := 0; ; fields++ {
 		if fields > 10000 {
 			return req, fmt.Errorf("too many fields")
@@ -158,13 +179,19 @@ func ReadRequest(r *bufio.Reader) (Request, error) {
 		if err != nil {
 			return req, fmt.Errorf("read key: %w", err)
 		}
-		limit := 1 << 20
+		limit := left
 		if string(key) == "script" {
 			limit = MaxScript
 		}
 		val, err := readNetstring(r, limit)
 		if err != nil {
+			if string(key) != "script" && strings.Contains(err.Error(), "larger than") {
+				err = fmt.Errorf("the request's fields other than the script are larger than %d bytes together", maxFields)
+			}
 			return req, fmt.Errorf("read %s: %w", key, err)
+		}
+		if string(key) != "script" {
+			left -= len(key) + len(val)
 		}
 		switch string(key) {
 		case "script":
