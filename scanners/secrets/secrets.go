@@ -22,6 +22,7 @@ import (
 	"sync"
 
 	ahocorasick "github.com/BobuSumisu/aho-corasick"
+	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/report"
 
@@ -53,8 +54,10 @@ type Scanner struct {
 	byID  map[string]scanners.Rule // by gitleaks rule id
 	// gitleaksID maps the check's rule IDs back to gitleaks rule ids.
 	gitleaksID map[string]string
-	// binKeys matches the specific rules' keywords (the strings pass).
+	// binKeys matches the specific rules' keywords (the strings pass), and
+	// bin is a detector over those rules only, built on first use.
 	binKeys *ahocorasick.Trie
+	bin     func() *detect.Detector
 }
 
 // Option configures a Scanner.
@@ -123,6 +126,8 @@ func New(opts ...Option) (*Scanner, error) {
 func (s *Scanner) describe() {
 	s.rules, s.byID = describe(s.rs)
 	s.binKeys = binaryKeywords(s.rs)
+	rs := s.rs
+	s.bin = sync.OnceValue(func() *detect.Detector { return binaryDetector(rs) })
 	s.gitleaksID = make(map[string]string, len(s.byID))
 	for id, r := range s.byID {
 		s.gitleaksID[r.ID] = id
@@ -252,7 +257,11 @@ func (s *Scanner) scanStrings(ctx context.Context, a *scanners.Artifact, c scann
 			if s.binKeys.MatchFirst(lower) != nil {
 				raw := string(run)
 				//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
-				gfs := s.plainFor(raw).DetectContext(ctx, detect.Fragment{Raw: raw, FilePath: a.Path + "!strings", CommitSHA: a.Commit, StartLine: 1})
+				det := s.bin()
+				if s.lazy != nil {
+					det = s.plainFor(raw)
+				}
+				gfs := det.DetectContext(ctx, detect.Fragment{Raw: raw, FilePath: a.Path + "!strings", CommitSHA: a.Commit, StartLine: 1})
 				out = append(out, s.convert(a, gfs, where)...)
 			}
 		}
@@ -315,6 +324,26 @@ func (s *Scanner) plainFor(raw string) *detect.Detector {
 		return s.lazy.full()
 	}
 	return s.plain()
+}
+
+// binaryDetector is a detector without decoding over the specific rules that
+// have keywords: the generic rule over binaries' symbol names is most of the
+// cost and none of the findings.
+func binaryDetector(rs *ruleSet) *detect.Detector {
+	cfg := rs.cfg
+	cfg.Rules, cfg.Keywords, cfg.OrderedRules = map[string]config.Rule{}, map[string]struct{}{}, nil
+	for id, r := range rs.cfg.Rules {
+		if specificity(id) == 0 || len(r.Keywords) == 0 {
+			continue
+		}
+		cfg.Rules[id] = r
+		cfg.OrderedRules = append(cfg.OrderedRules, id)
+		for _, k := range r.Keywords {
+			cfg.Keywords[strings.ToLower(k)] = struct{}{}
+		}
+	}
+	sort.Strings(cfg.OrderedRules)
+	return detect.NewDetector(cfg)
 }
 
 // binaryKeywords is a matcher of the keywords of every specific rule (not
