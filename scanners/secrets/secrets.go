@@ -256,11 +256,11 @@ func (s *Scanner) scanStrings(ctx context.Context, a *scanners.Artifact, c scann
 			lower = bytes.ToLower(append(lower[:0], run...))
 			if s.binKeys.MatchFirst(lower) != nil {
 				raw := string(run)
-				//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
 				det := s.bin()
 				if s.lazy != nil {
 					det = s.plainFor(raw)
 				}
+				//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
 				gfs := det.DetectContext(ctx, detect.Fragment{Raw: raw, FilePath: a.Path + "!strings", CommitSHA: a.Commit, StartLine: 1})
 				out = append(out, s.convert(a, gfs, where)...)
 			}
