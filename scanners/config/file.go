@@ -94,6 +94,9 @@ func Find(explicit string, targets []string, noTarget bool, owners ...Owner) (*F
 	}
 	if !noTarget {
 		for _, t := range targets {
+			if scheme, _, ok := strings.Cut(t, ":"); ok && slices.Contains(notDirSchemes, scheme) {
+				continue // an image, a repository's history, a hub repository, a file: never their config
+			}
 			dir := strings.TrimPrefix(t, "dir:")
 			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 				continue
@@ -109,6 +112,11 @@ func Find(explicit string, targets []string, noTarget bool, owners ...Owner) (*F
 	}
 	return nil, nil
 }
+
+// notDirSchemes are the target schemes (source.Schemes) that are not a
+// directory on disk: their .mlwarden.yaml, if they have one, is the
+// scanned thing's, never the user's.
+var notDirSchemes = []string{"registry", "oci", "docker-archive", "git", "hf", "file"}
 
 // findIn reads dir's .mlwarden.yaml through an os.Root: a symlink that
 // leaves dir is an error, never followed.

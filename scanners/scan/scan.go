@@ -354,6 +354,7 @@ func (s *Scanner) Run(ctx context.Context, targets ...Target) (*Result, error) {
 			s.o.Warn(w)
 		}
 	}
+	markTargetConfig(res, s.o.Config)
 	FilterSeverities(res, s.o.Severities)
 	out.Result = res
 	return out, nil

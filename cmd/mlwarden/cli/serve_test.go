@@ -24,7 +24,9 @@ import (
 // and leaves it.
 func TestServeReloadOnHangup(t *testing.T) {
 	cfgFile := filepath.Join(t.TempDir(), "serve.yaml")
-	os.WriteFile(cfgFile, []byte("fail-on: high\n"), 0o644)
+	// No scanner: the image gets the fallback, warn here so that the Pod's
+	// own rules decide.
+	os.WriteFile(cfgFile, []byte("fail-on: high\nfallback: warn\n"), 0o644)
 	cfg, err := server.LoadConfig(cfgFile)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +66,7 @@ func TestServeReloadOnHangup(t *testing.T) {
 	if allowed() {
 		t.Fatal("privileged pod admitted under fail-on high")
 	}
-	os.WriteFile(cfgFile, []byte("fail-on: critical\n"), 0o644)
+	os.WriteFile(cfgFile, []byte("fail-on: critical\nfallback: warn\n"), 0o644)
 	hangup("config reloaded")
 	if !allowed() {
 		t.Fatal("still denied after reloading fail-on critical")
