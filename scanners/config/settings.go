@@ -152,7 +152,7 @@ func All() []Setting {
 			}},
 		{Name: "no-target-config", Type: Bool, Default: "false", Commands: []string{CmdScan},
 			Help: "never read a .mlwarden.yaml from a scanned directory (CI on untrusted pull requests); --config still applies"},
-		{Name: "fail-on", Key: "fail-on", Type: Severity, Default: "high", Choices: severities, Commands: []string{CmdScan, CmdSbatch},
+		{Name: "fail-on", Key: "fail-on", Type: Severity, Default: "high", Choices: severities, Commands: []string{CmdScan, CmdSbatch, CmdSweepMerge},
 			Help:       "exit 1 when a finding is at or above this severity: critical, high, medium, low, info, or none (never)",
 			PerCommand: map[string]Override{CmdSbatch: {Help: "reject the job (exit 1) at or above this severity: critical, high, medium, low, info, or none (never)"}}},
 		{Name: "baseline", Key: "baseline", Type: Path, Commands: []string{CmdScan},

@@ -106,6 +106,7 @@ risky runtime settings, before any of it runs.`,
 		newPinCmd(a),
 		newVerifyCmd(a),
 		newServeCmd(a),
+		newSweepCmd(a),
 		newRulesCmd(a),
 		newVersionCmd(a),
 	)

@@ -1,0 +1,334 @@
+// Package sweep scans many targets as one job split into shards: it lists
+// what a set of patterns names (a registry's repositories and tags, a Hub
+// organisation's models, a file of targets), splits the list in a stable
+// order, scans one shard through the one pipeline (scanners/scan), skips
+// targets whose result for this rules version is already in the shared
+// cache, merges the shards' reports into one, and writes the Kubernetes
+// Indexed Job that runs one shard per pod.
+package sweep
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Lister expands patterns into targets.
+type Lister struct {
+	// Insecure lists registry hosts reached over plain HTTP (loopback
+	// always is).
+	Insecure []string
+	// Keychain resolves registry credentials (default
+	// authn.DefaultKeychain).
+	Keychain authn.Keychain
+	// PageSize is how many repositories or tags one catalog or tags-list
+	// request asks for (default: the registry's).
+	PageSize int
+	// HubEndpoint is the Hugging Face Hub (default $HF_ENDPOINT, else
+	// https://huggingface.co); HubToken authenticates to it.
+	HubEndpoint, HubToken string
+	// HTTPClient reaches the Hub (default: one with a 30 s timeout).
+	HTTPClient *http.Client
+	// MaxTargets bounds the list (default DefaultMaxTargets): a pattern
+	// that names more is an error, never a silent cut.
+	MaxTargets int
+}
+
+// DefaultMaxTargets bounds a sweep's list.
+const DefaultMaxTargets = 100_000
+
+// maxFile bounds an @FILE list.
+const maxFile = 64 << 20
+
+// List returns the targets the patterns name, sorted, each once:
+//
+//	registry:HOST/REPO-GLOB[:TAG-GLOB]  the registry's catalog and tags lists (paginated);
+//	                                    * matches within a path segment, ** across them;
+//	                                    no TAG-GLOB: every tag
+//	hf:ORG/GLOB, hf:datasets/ORG/GLOB   a Hub organisation's models (datasets), paginated
+//	@FILE                               one target a line (# comments; - is standard input)
+//	anything else                       itself, one target
+func (l *Lister) List(ctx context.Context, stdin io.Reader, patterns ...string) ([]string, error) {
+	var out []string
+	for _, p := range patterns {
+		got, err := l.expand(ctx, stdin, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+		if len(out) > l.max() {
+			return nil, fmt.Errorf("the patterns name more than %d targets: split the sweep", l.max())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func (l *Lister) max() int {
+	if l.MaxTargets > 0 {
+		return l.MaxTargets
+	}
+	return DefaultMaxTargets
+}
+
+func hasMeta(s string) bool { return strings.ContainsAny(s, "*?[{") }
+
+func (l *Lister) expand(ctx context.Context, stdin io.Reader, p string) ([]string, error) {
+	switch {
+	case strings.HasPrefix(p, "@"):
+		return readList(stdin, p[1:])
+	case strings.HasPrefix(p, "registry:") && hasMeta(p):
+		return l.registry(ctx, strings.TrimPrefix(p, "registry:"))
+	case strings.HasPrefix(p, "hf:") && hasMeta(p):
+		return l.hub(ctx, strings.TrimPrefix(p, "hf:"))
+	}
+	return []string{p}, nil
+}
+
+// readList reads one target a line.
+func readList(stdin io.Reader, file string) ([]string, error) {
+	var data []byte
+	var err error
+	if file == "-" {
+		if stdin == nil {
+			return nil, errors.New("@-: no standard input")
+		}
+		data, err = io.ReadAll(io.LimitReader(stdin, maxFile+1))
+	} else {
+		var f *os.File
+		if f, err = os.Open(file); err == nil {
+			data, err = io.ReadAll(io.LimitReader(f, maxFile+1))
+			f.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("@%s: %w", file, err)
+	}
+	if len(data) > maxFile {
+		return nil, fmt.Errorf("@%s: larger than %d bytes", file, maxFile)
+	}
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("@%s: %w", file, err)
+	}
+	return out, nil
+}
+
+func (l *Lister) remoteOptions(ctx context.Context) []remote.Option {
+	kc := l.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	o := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithUserAgent("mlwarden")}
+	if l.PageSize > 0 {
+		o = append(o, remote.WithPageSize(l.PageSize))
+	}
+	return o
+}
+
+func (l *Lister) nameOptions(host string) []name.Option {
+	if slices.Contains(l.Insecure, host) {
+		return []name.Option{name.Insecure}
+	}
+	return nil
+}
+
+// registry expands HOST/REPO-GLOB[:TAG-GLOB].
+func (l *Lister) registry(ctx context.Context, p string) ([]string, error) {
+	host, rest, ok := strings.Cut(p, "/")
+	if !ok || rest == "" {
+		return nil, fmt.Errorf("registry:%s: want registry:HOST/REPO-GLOB[:TAG-GLOB]", p)
+	}
+	repoGlob, tagGlob := rest, "*"
+	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+		repoGlob, tagGlob = rest[:i], rest[i+1:]
+	}
+	if !doublestar.ValidatePattern(repoGlob) {
+		return nil, fmt.Errorf("registry:%s: bad repository glob %q", p, repoGlob)
+	}
+	if _, err := path.Match(tagGlob, ""); err != nil {
+		return nil, fmt.Errorf("registry:%s: bad tag glob %q", p, tagGlob)
+	}
+	reg, err := name.NewRegistry(host, l.nameOptions(host)...)
+	if err != nil {
+		return nil, fmt.Errorf("registry:%s: %w", p, err)
+	}
+	opts := l.remoteOptions(ctx)
+	repos := []string{repoGlob}
+	if hasMeta(repoGlob) {
+		all, err := remote.Catalog(ctx, reg, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("registry:%s: list repositories (the registry's /v2/_catalog): %w", p, err)
+		}
+		repos = repos[:0]
+		for _, r := range all {
+			if ok, _ := doublestar.Match(repoGlob, r); ok {
+				repos = append(repos, r)
+			}
+		}
+	}
+	var out []string
+	for _, r := range repos {
+		repo, err := name.NewRepository(host+"/"+r, l.nameOptions(host)...)
+		if err != nil {
+			return nil, fmt.Errorf("registry:%s: %w", p, err)
+		}
+		tags, err := remote.List(repo, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("registry:%s: list tags of %s: %w", p, r, err)
+		}
+		for _, t := range tags {
+			if ok, _ := path.Match(tagGlob, t); ok {
+				out = append(out, "registry:"+host+"/"+r+":"+t)
+			}
+		}
+		if len(out) > l.max() {
+			return nil, fmt.Errorf("registry:%s names more than %d targets: split the sweep", p, l.max())
+		}
+	}
+	return out, nil
+}
+
+func (l *Lister) hubEndpoint() string {
+	if l.HubEndpoint != "" {
+		return strings.TrimRight(l.HubEndpoint, "/")
+	}
+	if e := os.Getenv("HF_ENDPOINT"); e != "" {
+		return strings.TrimRight(e, "/")
+	}
+	return "https://huggingface.co"
+}
+
+func (l *Lister) client() *http.Client {
+	if l.HTTPClient != nil {
+		return l.HTTPClient
+	}
+	return &http.Client{Timeout: 30 * time.Second}
+}
+
+// maxHubPage bounds one page of the Hub's listing.
+const maxHubPage = 32 << 20
+
+// hub expands [datasets/|spaces/]ORG/GLOB through the Hub's API:
+// GET /api/models?author=ORG (datasets, spaces), following its Link
+// headers.
+func (l *Lister) hub(ctx context.Context, p string) ([]string, error) {
+	kind, rest := "models", p
+	prefix := ""
+	for _, k := range []string{"datasets", "spaces"} {
+		if r, ok := strings.CutPrefix(p, k+"/"); ok {
+			kind, rest, prefix = k, r, k+"/"
+		}
+	}
+	org, glob, ok := strings.Cut(rest, "/")
+	if !ok || org == "" || hasMeta(org) || strings.Contains(glob, "/") {
+		return nil, fmt.Errorf("hf:%s: want hf:[datasets/|spaces/]ORG/GLOB", p)
+	}
+	if _, err := path.Match(glob, ""); err != nil {
+		return nil, fmt.Errorf("hf:%s: bad glob %q", p, glob)
+	}
+	next := l.hubEndpoint() + "/api/" + kind + "?" + url.Values{"author": {org}, "limit": {"1000"}}.Encode()
+	var out []string
+	for pages := 0; next != ""; pages++ {
+		if pages > 1000 {
+			return nil, fmt.Errorf("hf:%s: more than 1000 pages", p)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, next, nil)
+		if err != nil {
+			return nil, fmt.Errorf("hf:%s: %w", p, err)
+		}
+		req.Header.Set("User-Agent", "mlwarden")
+		if l.HubToken != "" && sameHost(next, l.hubEndpoint()) {
+			req.Header.Set("Authorization", "Bearer "+l.HubToken)
+		}
+		resp, err := l.client().Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("hf:%s: list %s: %w", p, kind, err)
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxHubPage+1))
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("hf:%s: list %s: %w", p, kind, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("hf:%s: list %s: the Hub answered %s", p, kind, resp.Status)
+		}
+		if len(body) > maxHubPage {
+			return nil, fmt.Errorf("hf:%s: a listing page larger than %d bytes", p, maxHubPage)
+		}
+		var repos []struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(body, &repos); err != nil {
+			return nil, fmt.Errorf("hf:%s: the Hub's listing: %w", p, err)
+		}
+		for _, r := range repos {
+			o, n, ok := strings.Cut(r.ID, "/")
+			if !ok || !strings.EqualFold(o, org) || n == "" || strings.ContainsAny(n, "/@ \t\n") {
+				continue // not this organisation's, or not a name
+			}
+			if ok, _ := path.Match(glob, n); ok {
+				out = append(out, "hf:"+prefix+r.ID)
+			}
+		}
+		if len(out) > l.max() {
+			return nil, fmt.Errorf("hf:%s names more than %d targets: split the sweep", p, l.max())
+		}
+		next = nextLink(resp.Header.Get("Link"), next)
+	}
+	return out, nil
+}
+
+// nextLink is the rel="next" URL of a Link header, resolved against base
+// and kept on base's host.
+func nextLink(h, base string) string {
+	for _, part := range strings.Split(h, ",") {
+		u, params, ok := strings.Cut(strings.TrimSpace(part), ";")
+		if !ok || !strings.Contains(params, `rel="next"`) {
+			continue
+		}
+		u = strings.Trim(strings.TrimSpace(u), "<>")
+		b, err1 := url.Parse(base)
+		r, err2 := url.Parse(u)
+		if err1 != nil || err2 != nil {
+			return ""
+		}
+		n := b.ResolveReference(r)
+		if n.Host != b.Host || n.Scheme != b.Scheme {
+			return "" // the listing never sends us elsewhere
+		}
+		return n.String()
+	}
+	return ""
+}
+
+func sameHost(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Host == ub.Host
+}
