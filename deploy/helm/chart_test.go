@@ -475,7 +475,9 @@ func TestChartRefuses(t *testing.T) {
 	}{
 		{"image.tag=latest", "latest is refused"},
 		{"image.digest=sha256:abc", "is not sha256:<64 hex digits>"},
-		{"redis.enabled=true", "not in this mlwarden release yet"},
+		{"redis.enabled=true", "set exactly one of redis.url and redis.existingSecret"},
+		{"redis.enabled=true,redis.url=redis://:pw@valkey:6379", "without a password"},
+		{"redis.enabled=true,redis.url=valkey:6379", "want redis://HOST:PORT"},
 		{"certManager.enabled=false", "webhook.caBundle"},
 		{"webhook.timeoutSeconds=3", "at least 4"},
 	} {
@@ -499,5 +501,60 @@ func TestDecodeStrict(t *testing.T) {
 		if err == nil && len(strict) == 0 {
 			t.Errorf("%s decoded without an error", doc)
 		}
+	}
+}
+
+// TestChartRedis: with redis.enabled, every replica gets the shared cache
+// as MLWARDEN_CACHE_BACKEND — from url (with the CA mounted and named), or
+// from a Secret that holds the URL with its password.
+func TestChartRedis(t *testing.T) {
+	for _, tc := range []struct {
+		args              []string
+		value, secret, ca string
+	}{
+		{args: []string{"-f", filepath.Join(chart, "ci", "all-options-values.yaml")},
+			value: "rediss://valkey.mlwarden.svc:6380/0?ca=/etc/mlwarden/redis-ca/ca.crt", ca: "valkey-ca"},
+		{args: []string{"--set", "redis.enabled=true,redis.existingSecret=cache-url"}, secret: "cache-url"},
+		{args: []string{"--set", "redis.enabled=true,redis.url=redis://valkey:6379"}, value: "redis://valkey:6379"},
+	} {
+		out, err := render(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := decode(t, out)
+		pod := m.deployment.Spec.Template.Spec
+		c := pod.Containers[0]
+		var found bool
+		for _, e := range c.Env {
+			if e.Name != "MLWARDEN_CACHE_BACKEND" {
+				continue
+			}
+			found = true
+			switch {
+			case tc.secret != "":
+				if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != tc.secret || e.ValueFrom.SecretKeyRef.Key != "url" {
+					t.Errorf("%v: env %+v", tc.args, e)
+				}
+			case e.Value != tc.value:
+				t.Errorf("%v: MLWARDEN_CACHE_BACKEND=%q, want %q", tc.args, e.Value, tc.value)
+			}
+		}
+		if !found {
+			t.Errorf("%v: no MLWARDEN_CACHE_BACKEND", tc.args)
+		}
+		mounted := false
+		for _, v := range pod.Volumes {
+			mounted = mounted || (v.Secret != nil && v.Secret.SecretName == tc.ca && tc.ca != "")
+		}
+		if (tc.ca != "") != mounted {
+			t.Errorf("%v: CA secret mounted %v, want %v", tc.args, mounted, tc.ca != "")
+		}
+	}
+	out, err := render(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte("MLWARDEN_CACHE_BACKEND")) {
+		t.Error("redis disabled, but the pods get a cache backend")
 	}
 }
