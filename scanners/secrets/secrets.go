@@ -612,17 +612,26 @@ func decodedTag(tags []string) string {
 }
 
 // dedupe keeps one finding per line and secret, the most specific rule's,
-// and drops generic findings on a line that a specific rule already reports
+// drops generic findings on a line that a specific rule already reports
 // (gitleaks itself only drops a generic finding whose secret another rule's
-// secret contains).
+// secret contains), and drops a finding made after decoding where the same
+// rule found the credential on that line as written.
 func dedupe(gfs []report.Finding) []report.Finding {
 	if len(gfs) < 2 {
 		return gfs
 	}
 	specificLine := map[int]bool{}
+	type ruleLine struct {
+		rule string
+		line int
+	}
+	plain := map[ruleLine]bool{}
 	for _, g := range gfs {
 		if specificity(g.RuleID) > 0 {
 			specificLine[g.StartLine] = true
+		}
+		if !hasTag(g.Tags, "decoded:") {
+			plain[ruleLine{g.RuleID, g.StartLine}] = true
 		}
 	}
 	type key struct {
@@ -634,6 +643,9 @@ func dedupe(gfs []report.Finding) []report.Finding {
 	for _, g := range gfs {
 		if specificity(g.RuleID) == 0 && specificLine[g.StartLine] {
 			continue
+		}
+		if hasTag(g.Tags, "decoded:") && plain[ruleLine{g.RuleID, g.StartLine}] {
+			continue // the same credential, found again after decoding (a percent-encoded SAS)
 		}
 		k := key{g.StartLine, g.Secret}
 		i, seen := best[k]
