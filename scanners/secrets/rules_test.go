@@ -265,6 +265,99 @@ var ruleCases = []ruleCase{
 			return "const key = \"" + t + "\";\n", t
 		},
 		func(g *fakeGen) string { return "const key = process.env.OPENROUTER_API_KEY;\n" }},
+	// Issue 16: formats peers know.
+	{"secrets/huggingface-legacy-token", "push.sh",
+		func(g *fakeGen) (string, string) {
+			t := "api_" + g.str(alnum, 34)
+			return "git push https://alice:" + t + "@huggingface.co/org/model main\n", t
+		},
+		func(g *fakeGen) string {
+			// api_ + 34 alone is an identifier shape, not a token.
+			return "result = api_" + g.str(alnum, 34) + "(x)\ngit push https://huggingface.co/org/model main\n"
+		}},
+	{"secrets/huggingface-legacy-token", "train.sh",
+		func(g *fakeGen) (string, string) {
+			t := "api_" + g.str(alnum, 34)
+			return "export HF_TOKEN=" + t + "\n", t
+		},
+		func(g *fakeGen) string { return "export HF_TOKEN=api_" + strings.Repeat("x", 34) + "\n" }},
+	{"secrets/huggingface-org-token", "push.sh",
+		func(g *fakeGen) (string, string) {
+			t := "api_org_" + g.str(alnum, 34)
+			return "git remote set-url origin https://bot:" + t + "@huggingface.co/org/model\n", t
+		},
+		func(g *fakeGen) string { return "git remote set-url origin https://huggingface.co/org/model\n" }},
+	{"secrets/github-app-token", "ci.sh",
+		func(g *fakeGen) (string, string) {
+			t := "ghs_eyJ" + g.str(urlTok, 30) + "." + "eyJ" + g.str(urlTok, 120) + "." + g.str(urlTok, 43)
+			return "export GITHUB_TOKEN=" + t + "\n", t
+		},
+		func(g *fakeGen) string {
+			return "# installation tokens: ghs_<header>.<payload>.<signature>\nversion = \"ghs_" + g.str(alnum, 10) + ".x.y\"\n"
+		}},
+	{"secrets/github-oauth", "auth.py",
+		func(g *fakeGen) (string, string) {
+			t := "gho_" + g.str(alnum, 36)
+			return "token = \"" + t + "\"\n", t
+		},
+		func(g *fakeGen) string {
+			// gho_ inside a longer word (a left word boundary is required).
+			return "name = \"Sogho_" + g.str(alnum, 36) + "\"\n"
+		}},
+	{"secrets/azure-sas-token", "upload.py",
+		func(g *fakeGen) (string, string) {
+			sig := strings.NewReplacer("+", "%2B", "/", "%2F").Replace(g.str(b64, 43)) + "%3D"
+			return "url = \"https://mldata.blob.core.windows.net/ckpt/model.bin?sv=2022-11-02&ss=b&srt=co&sp=rl&se=2026-01-01T00:00:00Z&spr=https&sig=" + sig + "\"\n", sig
+		},
+		func(g *fakeGen) string {
+			return "url = \"https://cdn.example.com/img.png?w=200&sig=" + g.str(alnum, 16) + "\"\nsas = os.environ[\"AZURE_SAS\"]\n"
+		}},
+	{"secrets/azure-container-registry", "push.sh",
+		func(g *fakeGen) (string, string) {
+			t := g.str(b64, 42) + "+ACR" + g.str(alnum, 6)
+			return "docker login mlregistry.azurecr.io -u mlregistry -p " + t + "\n", t
+		},
+		func(g *fakeGen) string {
+			return "echo $ACR_PASSWORD | docker login mlregistry.azurecr.io -u mlregistry --password-stdin\n"
+		}},
+	{"secrets/azure-container-registry", "login.sh",
+		func(g *fakeGen) (string, string) {
+			t := g.str(alnum, 32)
+			return "docker login mlregistry.azurecr.io --username mlregistry --password " + t + "\n", t
+		},
+		func(g *fakeGen) string {
+			return "docker login mlregistry.azurecr.io --username mlregistry --password \"$ACR_PASSWORD\"\n"
+		}},
+	{"secrets/openai-client-secret", "session.json",
+		func(g *fakeGen) (string, string) {
+			t := "ek_" + g.hex(32)
+			return `{"client_secret": {"value": "` + t + `", "expires_at": 1756310470}}`, t
+		},
+		func(g *fakeGen) string { return `{"checksum": "check_` + g.hex(32) + `"}` }},
+	{"secrets/maven-settings-password", "ci/settings.xml",
+		func(g *fakeGen) (string, string) {
+			t := g.str(alnum, 16)
+			return "<settings>\n  <servers>\n    <server>\n      <id>internal</id>\n      <username>deploy</username>\n      <password>" + t + "</password>\n    </server>\n  </servers>\n</settings>\n", t
+		},
+		func(g *fakeGen) string {
+			return "<settings><servers><server><id>a</id><password>${env.MAVEN_PASSWORD}</password></server>\n<server><id>b</id><password>{" + g.str(b64, 44) + "}</password></server></servers></settings>\n"
+		}},
+	{"secrets/private-packagist-token", "composer.sh",
+		func(g *fakeGen) (string, string) {
+			t := "packagist_ort_" + g.hex(68)
+			return "composer config --global --auth http-basic.repo.packagist.com token " + t + "\n", t
+		},
+		func(g *fakeGen) string {
+			return "composer config --global --auth http-basic.repo.packagist.com token packagist_ort_xxxx\n"
+		}},
+	{"secrets/sidekiq-sensitive-url", "Gemfile",
+		func(g *fakeGen) (string, string) {
+			t := g.hex(8) + ":" + g.hex(8)
+			return "source \"https://rubygems.org\"\nsource https://" + t + "@gems.contribsys.com\ngem \"sidekiq-pro\"\n", t
+		},
+		func(g *fakeGen) string {
+			return "source \"https://gems.contribsys.com/\" do\n  gem \"sidekiq-pro\"\nend\n"
+		}},
 }
 
 // TestRules checks every ML-platform rule with a positive and a negative
