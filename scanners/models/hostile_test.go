@@ -5,7 +5,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -234,5 +238,36 @@ func TestStringsPastTheBatch(t *testing.T) {
 	}
 	if !slices.ContainsFunc(c.data, func(d string) bool { return strings.Contains(d, key) }) {
 		t.Errorf("the key after 6 MB of strings was not handed over (%d batches)", len(c.data))
+	}
+}
+
+// TestReal7z: archives written by 7-Zip itself (LZMA, LZMA2 at -mx9, an
+// uncompressed header, copy, bzip2, deflate; solid and not) pass the header
+// check and their pickle is found. Needs p7zip-full's 7z.
+func TestReal7z(t *testing.T) {
+	bin, err := exec.LookPath("7z")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("7z (Debian package p7zip-full) is needed")
+		}
+		t.Skip("7z (Debian package p7zip-full) not installed")
+	}
+	src := filepath.Join(t.TempDir(), "src")
+	os.MkdirAll(filepath.Join(src, "sub"), 0o755)
+	os.WriteFile(filepath.Join(src, "data.pkl"), hostile.NestedPickle(0), 0o644)
+	for i := range 30 {
+		os.WriteFile(filepath.Join(src, "sub", fmt.Sprintf("f%d.txt", i)), bytes.Repeat([]byte(fmt.Sprintf("line %d\n", i)), 200), 0o644)
+	}
+	for _, flags := range [][]string{{"-mx9"}, {"-m0=lzma", "-mx5"}, {"-ms=off", "-mhc=off"}, {"-m0=copy"}, {"-m0=bzip2"}, {"-m0=deflate"}, {"-mx9", "-md=256m"}} {
+		out := filepath.Join(t.TempDir(), "x.7z")
+		cmd := exec.Command(bin, append(append([]string{"a", "-bd"}, flags...), out, src)...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("7z %v: %v\n%s", flags, err, b)
+		}
+		data, _ := os.ReadFile(out)
+		fs, incomplete := scanHostile(t, New(), "x.7z", data)
+		if incomplete || !has(fs, "models/pickle-dangerous-global", "posix.system") || has(fs, "models/unscannable", "") {
+			t.Errorf("7z %v: incomplete %v, %v", flags, incomplete, fs)
+		}
 	}
 }
