@@ -2,6 +2,7 @@ package suppress
 
 import (
 	"bytes"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -60,4 +61,34 @@ func ignores(line []byte, rule string) bool {
 		}
 	}
 	return ids == 0
+}
+
+// Markers of other secret scanners, honoured on a secrets finding's line
+// so that a project moving over keeps its reviewed exceptions: gitleaks'
+// "gitleaks:allow" anywhere on the line, and detect-secrets' "pragma:
+// allowlist secret" on the line or "pragma: allowlist nextline secret" on
+// the line before (detect-secrets' filters/allowlist.py accepts one optional
+// space after "pragma:" and a space or a dash between the words).
+const GitleaksAllow = "gitleaks:allow"
+
+var (
+	pragmaSameLine = regexp.MustCompile(`pragma:\s?allowlist[ -]secret`)
+	pragmaNextLine = regexp.MustCompile(`pragma:\s?allowlist[ -]nextline[ -]secret`)
+)
+
+// SecretAllowed reports whether a secrets finding is allowed by a marker of
+// gitleaks or detect-secrets: lines are the lines the finding's match spans,
+// previous the line before them. reason is what the finding's Suppressed
+// says: the finding stays in the result, counted as suppressed, never
+// dropped (gitleaks' own detector drops such findings).
+func SecretAllowed(lines, previous string) (reason string, ok bool) {
+	switch {
+	case strings.Contains(lines, GitleaksAllow):
+		return "inline " + GitleaksAllow + " comment", true
+	case pragmaSameLine.MatchString(lines):
+		return "inline detect-secrets pragma: allowlist secret comment", true
+	case pragmaNextLine.MatchString(previous):
+		return "detect-secrets pragma: allowlist nextline secret on the line before", true
+	}
+	return "", false
 }

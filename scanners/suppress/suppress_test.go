@@ -197,3 +197,26 @@ func TestBaselineFromBeforeRepeats(t *testing.T) {
 		t.Errorf("baseline of a new report has %d entries, want 5", len(b))
 	}
 }
+
+// TestSecretAllowed: gitleaks' and detect-secrets' markers, as their tools
+// write and read them.
+func TestSecretAllowed(t *testing.T) {
+	for _, tt := range []struct {
+		lines, previous string
+		want            bool
+	}{
+		{`token = "x"  # gitleaks:allow`, "", true},
+		{`token = "x"  # pragma: allowlist secret`, "", true},
+		{`token = "x"  // pragma:allowlist-secret`, "", true},
+		{`token = "x"`, "# pragma: allowlist nextline secret", true},
+		{`token = "x"`, "-- pragma: allowlist-nextline-secret", true},
+		{`token = "x"`, "# pragma: allowlist secret", false}, // same-line form, on another line
+		{`token = "x"  # allowlist secret`, "", false},
+		{`token = "x"`, "", false},
+	} {
+		reason, ok := SecretAllowed(tt.lines, tt.previous)
+		if ok != tt.want || ok && reason == "" {
+			t.Errorf("%q after %q: %v %q, want %v", tt.lines, tt.previous, ok, reason, tt.want)
+		}
+	}
+}
