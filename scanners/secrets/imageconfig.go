@@ -65,6 +65,6 @@ func (s *Scanner) scanImageConfig(ctx context.Context, a *scanners.Artifact, dat
 			return 0, where[i]
 		}
 		return 0, "in the image config"
-	})
+	}, around{text: []byte(b.String()), first: 1})
 	return fs
 }

@@ -159,7 +159,7 @@ func (l *lazyRules) plainFor(raw string) (*detect.Detector, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := detect.NewDetector(extend(ours, base, l.disabled))
+	d := keepAllowed(detect.NewDetector(extend(ours, base, l.disabled)))
 	l.cache[key] = d
 	return d, nil
 }

@@ -169,5 +169,5 @@ func (s *Scanner) scanNotebook(ctx context.Context, a *scanners.Artifact, data [
 			return l.fileLine, fmt.Sprintf("in the metadata of notebook %s", a.Path)
 		}
 		return l.fileLine, fmt.Sprintf("in cell %d (%s) of notebook %s", l.cell, l.part, a.Path)
-	}), true
+	}, around{text: text, first: 1}), true
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/zricethezav/gitleaks/v8/report"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/suppress"
 )
 
 // DefaultMaxBytes is how much of one artifact is scanned by default.
@@ -135,7 +136,7 @@ func (s *Scanner) describe() {
 }
 
 func newDetector(rs *ruleSet) *detect.Detector {
-	d := detect.NewDetector(rs.cfg)
+	d := keepAllowed(detect.NewDetector(rs.cfg))
 	d.MaxDecodeDepth = decodeDepth
 	return d
 }
@@ -143,7 +144,15 @@ func newDetector(rs *ruleSet) *detect.Detector {
 // plainDetector returns a detector without decoding passes over rs, built
 // when first asked for.
 func plainDetector(rs *ruleSet) func() *detect.Detector {
-	return sync.OnceValue(func() *detect.Detector { return detect.NewDetector(rs.cfg) })
+	return sync.OnceValue(func() *detect.Detector { return keepAllowed(detect.NewDetector(rs.cfg)) })
+}
+
+// keepAllowed makes d report findings on lines marked gitleaks:allow, which
+// gitleaks drops: the check reports them as suppressed (suppress.SecretAllowed),
+// so that what a marker hides is counted, not lost.
+func keepAllowed(d *detect.Detector) *detect.Detector {
+	d.IgnoreGitleaksAllow = true
+	return d
 }
 
 // Check returns "secrets".
@@ -262,7 +271,7 @@ func (s *Scanner) scanStrings(ctx context.Context, a *scanners.Artifact, c scann
 				}
 				//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
 				gfs := det.DetectContext(ctx, detect.Fragment{Raw: raw, FilePath: a.Path + "!strings", CommitSHA: a.Commit, StartLine: 1})
-				out = append(out, s.convert(a, gfs, where)...)
+				out = append(out, s.convert(a, gfs, where, around{})...)
 			}
 		}
 		run = run[:0]
@@ -343,7 +352,7 @@ func binaryDetector(rs *ruleSet) *detect.Detector {
 		}
 	}
 	sort.Strings(cfg.OrderedRules)
-	return detect.NewDetector(cfg)
+	return keepAllowed(detect.NewDetector(cfg))
 }
 
 // binaryKeywords is a matcher of the keywords of every specific rule (not
@@ -437,7 +446,7 @@ func (s *Scanner) ScanBytes(ctx context.Context, a *scanners.Artifact, data []by
 	gfs := s.detectAt(ctx, a.Path+"!strings", a.Commit, data, 1)
 	return s.convert(a, gfs, func(report.Finding) (int, string) {
 		return 0, "in a string inside " + a.Path
-	})
+	}, around{text: data, first: 1})
 }
 
 // scanText runs the detector on text whose first line is line firstLine of
@@ -445,7 +454,7 @@ func (s *Scanner) ScanBytes(ctx context.Context, a *scanners.Artifact, data []by
 func (s *Scanner) scanText(ctx context.Context, a *scanners.Artifact, text []byte, firstLine int) []scanners.Finding {
 	return s.convert(a, s.detect(ctx, a, text, firstLine), func(f report.Finding) (int, string) {
 		return f.StartLine, ""
-	})
+	}, around{text: text, first: firstLine})
 }
 
 func (s *Scanner) detect(ctx context.Context, a *scanners.Artifact, text []byte, firstLine int) []report.Finding {
@@ -538,27 +547,20 @@ func fragmentEnd(text []byte) (end, next int) {
 	return end, end
 }
 
-// normalize makes escaped quotes end tokens: gitleaks' default rules end a
-// token only at a quote, space or ';', so a token inside a JSON or shell
-// string written as \"…\" would be missed. Replacing `\"` by ` "` keeps every
-// offset and line.
-func normalize(text []byte) []byte {
-	if !bytes.Contains(text, []byte(`\"`)) && !bytes.Contains(text, []byte(`\'`)) {
-		return text
-	}
-	out := bytes.ReplaceAll(text, []byte(`\"`), []byte(` "`))
-	return bytes.ReplaceAll(out, []byte(`\'`), []byte(` '`))
-}
-
 // convert turns gitleaks findings into mlwarden findings. where maps a
 // finding to a content line and a phrase saying where it is (a notebook cell,
-// an Env entry).
-func (s *Scanner) convert(a *scanners.Artifact, gfs []report.Finding, where func(report.Finding) (int, string)) []scanners.Finding {
+// an Env entry); near is the text the findings were made in, for judging a
+// match by the lines around it.
+func (s *Scanner) convert(a *scanners.Artifact, gfs []report.Finding, where func(report.Finding) (int, string), near around) []scanners.Finding {
+	for i := range gfs {
+		atSecretLine(&gfs[i])
+	}
 	gfs = dedupe(gfs)
 	out := make([]scanners.Finding, 0, len(gfs))
 	for _, g := range gfs {
-		if specificity(g.RuleID) == 0 && (codeReference(a.Path, g.Line, strings.TrimSpace(g.Secret)) || namedDigest(g.Line, g.Secret)) {
-			continue // pad_token_id=pad_token_id, "key_sha256": "<hex>": not credentials
+		if specificity(g.RuleID) == 0 && (codeReference(a.Path, g.Line, strings.TrimSpace(g.Secret)) || namedDigest(g.Line, g.Secret) ||
+			codeExpression(a.Path, g) || publicByDesign(a.Path, g, near)) {
+			continue // pad_token_id=pad_token_id, "key_sha256": "<hex>", key.dtype == torch.bfloat16: not credentials
 		}
 		r, ok := s.byID[g.RuleID]
 		if !ok {
@@ -578,9 +580,25 @@ func (s *Scanner) convert(a *scanners.Artifact, gfs []report.Finding, where func
 		f := scanners.At(a, r, line, msg)
 		f.Evidence = red
 		f.Secret = secret
+		if why, ok := suppress.SecretAllowed(g.Line, near.lines(g.StartLine-1, 0)); ok {
+			f.Suppressed = why
+		}
 		out = append(out, f)
 	}
 	return out
+}
+
+// atSecretLine moves a finding whose match spans lines to the line of its
+// secret: a .netrc entry written over three lines (machine, login,
+// password) is reported at the password, where an inline marker for it
+// sits, not at "machine". Line keeps every line of the match.
+func atSecretLine(g *report.Finding) {
+	if g.EndLine <= g.StartLine || g.Secret == "" {
+		return
+	}
+	if i := strings.Index(g.Match, g.Secret); i > 0 {
+		g.StartLine += strings.Count(g.Match[:i], "\n")
+	}
 }
 
 func readerOf(a *scanners.Artifact) string {

@@ -132,7 +132,6 @@ func TestFalseAlarms(t *testing.T) {
 		"checksums.txt":    "sha256:" + g.hex(64) + "  model.safetensors\n" + g.hex(40) + "  tokenizer.json\n",
 		"requirements.txt": "git+https://github.com/wandb/wandb.git@" + g.hex(40) + "\ntorch==2.5.1 --hash=sha256:" + g.hex(64) + "\n",
 		"runs.yaml":        "run_id: " + g.uuid() + "\nexperiment_id: " + g.uuid() + "\ncommit: " + g.hex(40) + "\n",
-		"allowed.sh":       "export HF_TOKEN=hf_" + g.str(alnum, 34) + " # gitleaks:allow\n",
 		"config.json":      `{"_name_or_path": "meta-llama/Llama-3-8B", "torch_dtype": "bfloat16", "vocab_size": 128256}`,
 	}
 	for name, content := range cases {
