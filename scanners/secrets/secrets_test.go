@@ -367,3 +367,68 @@ func TestStringsPassPEMMarkers(t *testing.T) {
 		t.Errorf("key in one string: %v", ids(fs))
 	}
 }
+
+// TestImageConfigAsDockerfile: an image's config is read as the Dockerfile
+// that built it would be (issue 16): a credential in the exec-form CMD, in a
+// label, in BuildKit's and the legacy builder's history entries is found,
+// as it is in the Dockerfile.
+func TestImageConfigAsDockerfile(t *testing.T) {
+	s := newScanner(t)
+	g := newFake(17)
+	key := g.str(alnum, 32)
+	dockerfile := "FROM python:3.12\nCMD [\"python\", \"serve.py\", \"--api-key\", \"" + key + "\"]\n"
+	if fs := scan(t, s, "Dockerfile", dockerfile); len(fs) != 1 {
+		t.Fatalf("Dockerfile: %v", ids(fs))
+	}
+	hf := "hf_" + g.str(alnum, 34)
+	gh := "ghp_" + g.str(alnum, 36)
+	wb := g.hex(40)
+	cfg := map[string]any{
+		"config": map[string]any{
+			"Cmd":    []string{"python", "serve.py", "--api-key", key},
+			"Labels": map[string]string{"org.example.deploy-token": hf},
+		},
+		"history": []map[string]string{
+			{"created_by": "/bin/sh -c #(nop)  ENV GITHUB_TOKEN=" + gh},
+			{"created_by": `CMD ["python" "serve.py" "--api-key" "` + key + `"]`},
+			{"created_by": "RUN |1 WANDB_API_KEY=" + wb + " /bin/sh -c pip install -r requirements.txt # buildkit"},
+		},
+	}
+	data, _ := json.Marshal(cfg)
+	a := &scanners.Artifact{Kind: scanners.ArtifactImageConfig, Target: "registry:example/img:1", TargetKind: scanners.KindImage, Path: "/.image-config.json"}
+	fs, err := scanners.ScanBytes(context.Background(), s, a, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"in the image's CMD":    "secrets/generic-api-key",
+		"in the image's label":  "secrets/huggingface-token",
+		"build history (step 0": "secrets/github-pat",
+		"build history (step 1": "secrets/generic-api-key",
+		"build history (step 2": "secrets/wandb-api-key-legacy",
+	}
+	for place, rule := range want {
+		found := false
+		for _, f := range fs {
+			found = found || f.RuleID == rule && strings.Contains(f.Message, place)
+		}
+		if !found {
+			t.Errorf("%s %s not found in %v", rule, place, ids(fs))
+		}
+	}
+	if len(fs) != len(want) {
+		t.Errorf("%d findings, want %d: %v", len(fs), len(want), ids(fs))
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"/bin/sh -c #(nop)  CMD [\"python\" \"x.py\"]", `CMD ["python", "x.py"]`},
+		{"/bin/sh -c pip install x", "RUN pip install x"},
+		{"|2 A=b C=d /bin/sh -c make", "ARG A=b\nARG C=d\nRUN make"},
+		{"RUN /bin/sh -c make # buildkit", "RUN make"},
+		{"ENV X=y", "ENV X=y"},
+		{"COPY . /app # buildkit", "COPY . /app"},
+	} {
+		if got := historyInstructions(tc.in); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
