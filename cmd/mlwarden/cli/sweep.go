@@ -216,7 +216,11 @@ func emitJob(c *cobra.Command, a *app, v *config.Values, lister *sweep.Lister, a
 	if err != nil {
 		return ExitError, &exitError{code: ExitError, err: err}
 	}
-	j := sweep.Job{Name: v.String("job-name"), Namespace: v.String("job-namespace"), Image: v.String("job-image"),
+	img := v.String("job-image")
+	if img == "" {
+		img = "ghcr.io/mlwarden/mlwarden:v" + strings.TrimPrefix(a.build.Version, "v")
+	}
+	j := sweep.Job{Name: v.String("job-name"), Namespace: v.String("job-namespace"), Image: img,
 		Shards: shards, Parallelism: v.Int("job-parallelism"), Targets: targets, Secret: v.String("job-secret"), PVC: v.String("job-pvc")}
 	set := setFlags(c)
 	names := make([]string, 0, len(set))
