@@ -96,7 +96,6 @@ type stateRecorder struct {
 type recording struct {
 	mu      sync.Mutex
 	states  []State
-	comps   []Component
 	skipped []string
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -38,7 +39,7 @@ func cacheImage(t testing.TB) v1.Image {
 			tw.Write([]byte(files[i+1]))
 		}
 		tw.Close()
-		l, err := tarball.LayerFromReader(bytes.NewReader(buf.Bytes()))
+		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
 		if err != nil {
 			t.Fatal(err)
 		}

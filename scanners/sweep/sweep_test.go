@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -46,7 +47,7 @@ func pushImages(t *testing.T, host string, n int) string {
 			tw.Write([]byte(f[1]))
 		}
 		tw.Close()
-		l, err := tarball.LayerFromReader(bytes.NewReader(buf.Bytes()))
+		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"archive/tar"
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func TestServeReplicasShareVerdicts(t *testing.T) {
 	tw.WriteHeader(&tar.Header{Name: "usr/lib/python3/site-packages/torch-2.5.1.dist-info/METADATA", Mode: 0o644, Size: int64(len(body)), ModTime: time.Unix(1700000000, 0), Typeflag: tar.TypeReg})
 	tw.Write([]byte(body))
 	tw.Close()
-	l, err := tarball.LayerFromReader(bytes.NewReader(buf.Bytes()))
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
 	if err != nil {
 		t.Fatal(err)
 	}

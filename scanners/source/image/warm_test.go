@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"io"
 	"maps"
 	"os"
 	"slices"
@@ -38,7 +39,7 @@ func tarLayer(t testing.TB, files map[string]string) v1.Layer {
 		tw.Write([]byte(body))
 	}
 	tw.Close()
-	l, err := tarball.LayerFromReader(bytes.NewReader(buf.Bytes()))
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
