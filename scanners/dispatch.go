@@ -130,11 +130,7 @@ func (d *Dispatcher) Run(ctx context.Context, sources ...Source) *Result {
 		res.Errors = append(res.Errors, s.errs...)
 		res.Components = append(res.Components, s.comps.sorted(res.Targets[i].Name)...)
 	}
-	for i := range res.Findings {
-		if res.Findings[i].Fingerprint == "" {
-			res.Findings[i].Fingerprint = ComputeFingerprint(&res.Findings[i])
-		}
-	}
+	FingerprintAll(res.Findings, d.workers)
 	SortFindings(res.Findings, order)
 	res.Findings = slices.CompactFunc(res.Findings, func(a, b Finding) bool {
 		return a.Fingerprint == b.Fingerprint && a.Line == b.Line && a.Target == b.Target

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"golang.org/x/crypto/argon2"
+	"golang.org/x/sync/errgroup"
 )
 
 // Severity orders findings. The zero value is SeverityInfo.
@@ -102,8 +105,9 @@ type Finding struct {
 	// shown as failures.
 	Suppressed string `json:"suppressed,omitempty"`
 
-	// Secret, when set by a scanner, is hashed into the fingerprint in place
-	// of the evidence and never written anywhere.
+	// Secret, when set by a scanner, goes into the fingerprint in place of
+	// the evidence, through SecretKey (never as it is), and is never written
+	// anywhere.
 	Secret string `json:"-"`
 }
 
@@ -130,17 +134,97 @@ func At(a *Artifact, r Rule, line int, message string) Finding {
 // ComputeFingerprint returns a stable id for f: a hash of the rule, the place
 // (target-independent path, layer, commit) and what was matched. It leaves the
 // line out so that a finding keeps its fingerprint when lines above it move.
+//
+// A secret is never hashed as it is: what was matched is then
+// SecretKey(rule, secret), a slow, memory-hard derivation, so that a report's
+// fingerprint does not let anyone confirm a guessed low-entropy secret at the
+// speed of SHA-256 (docs/design/secrets.md has the trade-off and the cost).
 func ComputeFingerprint(f *Finding) string {
-	h := sha256.New()
-	key := f.Evidence
 	if f.Secret != "" {
-		key = f.Secret
+		return fingerprintOf(f, hex.EncodeToString(SecretKey(f.RuleID, f.Secret)))
 	}
+	return fingerprintOf(f, f.Evidence)
+}
+
+// fingerprintOf hashes the rule, the place, key (the evidence, or a secret's
+// SecretKey) and the message.
+func fingerprintOf(f *Finding, key string) string {
+	h := sha256.New()
 	for _, s := range []string{f.RuleID, f.Path, f.Layer, f.Commit, key, f.Message} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// The parameters of SecretKey: Argon2id (RFC 9106) with one pass over 4 MiB,
+// one lane, a 32-byte key, and a fixed public salt, so that fingerprints are
+// the same on every machine and in every run (baselines and ignore entries
+// keep matching) while each guess at a secret costs an attacker what it
+// costs us: about 4 ms and 4 MiB (measured on the 2-core CI machine).
+// Changing any of them changes every secrets fingerprint.
+const (
+	SecretKeySalt    = "mlwarden/fingerprint/v2"
+	SecretKeyTime    = 1
+	SecretKeyMemory  = 4 << 10 // KiB
+	SecretKeyThreads = 1
+)
+
+// SecretKey derives, from a rule ID and a secret, the 32 bytes a finding's
+// fingerprint hashes in the secret's place (Argon2id with the SecretKey*
+// parameters).
+func SecretKey(rule, secret string) []byte {
+	return argon2.IDKey([]byte(rule+"\x00"+secret), []byte(SecretKeySalt), SecretKeyTime, SecretKeyMemory, SecretKeyThreads, 32)
+}
+
+// LegacyFingerprint is the fingerprint f had before SecretKey: SHA-256 over
+// the raw secret. It is never written anywhere; suppress computes it, while a
+// finding's secret is still in memory, to match baselines and ignore entries
+// written by earlier versions.
+func LegacyFingerprint(f *Finding) string {
+	if f.Secret == "" {
+		return fingerprintOf(f, f.Evidence)
+	}
+	return fingerprintOf(f, f.Secret)
+}
+
+// FingerprintAll fills the empty fingerprints of fs, deriving each distinct
+// secret's key once and up to workers keys at once.
+func FingerprintAll(fs []Finding, workers int) {
+	type secret struct{ rule, value string }
+	keys := map[secret]string{}
+	for _, f := range fs {
+		if f.Fingerprint == "" && f.Secret != "" {
+			keys[secret{f.RuleID, f.Secret}] = ""
+		}
+	}
+	todo := make([]secret, 0, len(keys))
+	for k := range keys {
+		todo = append(todo, k)
+	}
+	out := make([]string, len(todo))
+	var g errgroup.Group
+	g.SetLimit(max(workers, 1))
+	for i, k := range todo {
+		g.Go(func() error {
+			out[i] = hex.EncodeToString(SecretKey(k.rule, k.value))
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for i, k := range todo {
+		keys[k] = out[i]
+	}
+	for i := range fs {
+		f := &fs[i]
+		switch {
+		case f.Fingerprint != "":
+		case f.Secret != "":
+			f.Fingerprint = fingerprintOf(f, keys[secret{f.RuleID, f.Secret}])
+		default:
+			f.Fingerprint = fingerprintOf(f, f.Evidence)
+		}
+	}
 }
 
 // OccurrenceFingerprint is the fingerprint of the n-th repeat (n >= 1, in

@@ -200,19 +200,40 @@ func TestProgressAndLayers(t *testing.T) {
 
 // TestFingerprintStable pins ComputeFingerprint: the fingerprints in users'
 // baselines and ignore entries must never change for a finding that is not
-// repeated.
+// repeated. A secret's fingerprint changed once, in issue 16, from SHA-256
+// over the raw secret (LegacyFingerprint, which suppress still accepts) to
+// SHA-256 over its SecretKey.
 func TestFingerprintStable(t *testing.T) {
 	f := scanners.Finding{RuleID: "models/torch-load-unsafe", Path: "train.py", Message: "torch.load without weights_only=True unpickles arbitrary code.", Evidence: "torch.load(path)"}
 	g := scanners.Finding{RuleID: "secrets/huggingface-token", Path: "/etc/profile.d/hf.sh", Layer: "sha256:cd", Message: "Hugging Face token.", Secret: "hf_not_a_real_token_value"}
+	if got, want := scanners.LegacyFingerprint(&g), "sha256:15260756ebd7af185a4d1d837eec642c"; got != want {
+		t.Errorf("legacy fingerprint %s, want %s as before issue 16", got, want)
+	}
+	if got := scanners.LegacyFingerprint(&f); got != "sha256:a2d919cb0a6f90fecddfe0b4d851b6eb" {
+		t.Errorf("legacy fingerprint of a finding without a secret changed: %s", got)
+	}
+	all := []scanners.Finding{f, g, g}
+	scanners.FingerprintAll(all, 2)
 	for _, tc := range []struct {
 		f    scanners.Finding
 		want string
-	}{{f, "sha256:a2d919cb0a6f90fecddfe0b4d851b6eb"}, {g, "sha256:15260756ebd7af185a4d1d837eec642c"}} {
+	}{{f, "sha256:a2d919cb0a6f90fecddfe0b4d851b6eb"}, {g, "sha256:95ee35dba390cf4cc95f257b543d3b04"}} {
 		if got := scanners.ComputeFingerprint(&tc.f); got != tc.want {
 			t.Errorf("%s: fingerprint %s, want %s as before", tc.f.RuleID, got, tc.want)
 		}
 		if got := scanners.OccurrenceFingerprint(tc.want, 0); got != tc.want {
 			t.Errorf("occurrence 0 is %s, not the finding's own", got)
 		}
+	}
+	if all[0].Fingerprint != "sha256:a2d919cb0a6f90fecddfe0b4d851b6eb" || all[1].Fingerprint != "sha256:95ee35dba390cf4cc95f257b543d3b04" || all[2].Fingerprint != all[1].Fingerprint {
+		t.Errorf("FingerprintAll differs from ComputeFingerprint: %v %v %v", all[0].Fingerprint, all[1].Fingerprint, all[2].Fingerprint)
+	}
+}
+
+// BenchmarkSecretKey is the cost of one secret's fingerprint key, which is
+// also the cost of one offline guess at a secret from its fingerprint.
+func BenchmarkSecretKey(b *testing.B) {
+	for range b.N {
+		scanners.SecretKey("secrets/huggingface-token", "hf_not_a_real_token_value")
 	}
 }
