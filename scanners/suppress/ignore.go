@@ -78,6 +78,13 @@ func (ig Ignore) expired(now time.Time) bool {
 	return !ig.expires.IsZero() && now.After(ig.expires.AddDate(0, 0, 1))
 }
 
+// matchesAs reports whether ig matches f when f's fingerprint is fp (an
+// earlier version's fingerprint of it).
+func (ig Ignore) matchesAs(f scanners.Finding, fp string) bool {
+	f.Fingerprint = fp
+	return ig.Fingerprint != "" && ig.matches(f)
+}
+
 func (ig Ignore) matches(f scanners.Finding) bool {
 	if ig.Rule != "" && ig.Rule != "*" && ig.Rule != f.RuleID {
 		check, _, _ := strings.Cut(f.RuleID, "/")

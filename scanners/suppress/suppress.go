@@ -52,17 +52,18 @@ func (s *Set) Apply(res *scanners.Result) []string {
 			warnings = append(warnings, fmt.Sprintf("ignore entry at line %d (%s) expired on %s and no longer applies", ig.line, ig.Reason, ig.Expires))
 		}
 	}
+	legacy := legacyFingerprints(res.Findings)
 	for i := range res.Findings {
 		f := &res.Findings[i]
 		if f.Suppressed != "" {
 			continue
 		}
-		if s.Baseline[f.Fingerprint] {
+		if s.Baseline[f.Fingerprint] || legacy[i] != "" && s.Baseline[legacy[i]] {
 			f.Suppressed = "in baseline"
 			continue
 		}
 		for _, ig := range s.Ignores {
-			if !ig.expired(now) && ig.matches(*f) {
+			if !ig.expired(now) && (ig.matches(*f) || legacy[i] != "" && ig.matchesAs(*f, legacy[i])) {
 				f.Suppressed = "ignored: " + ig.Reason
 				if ig.Expires != "" {
 					f.Suppressed += " (until " + ig.Expires + ")"
@@ -73,6 +74,29 @@ func (s *Set) Apply(res *scanners.Result) []string {
 	}
 	res.Summary = scanners.Summarize(res.Findings)
 	return warnings
+}
+
+// legacyFingerprints returns, for each finding whose secret is still in
+// memory, the fingerprint versions before issue 16 gave it: SHA-256 over the
+// raw secret (scanners.LegacyFingerprint), its repeats numbered in report
+// order as scanners.DistinguishRepeats numbers them. Baselines and ignore
+// entries written then keep matching; nothing here is ever written. Others
+// get "". A finding replayed from a cache has no secret in memory, so only
+// its current fingerprint matches.
+func legacyFingerprints(fs []scanners.Finding) []string {
+	out := make([]string, len(fs))
+	type key struct{ target, fp string }
+	seen := map[key]int{}
+	for i := range fs {
+		if fs[i].Secret == "" {
+			continue
+		}
+		base := scanners.LegacyFingerprint(&fs[i])
+		k := key{fs[i].Target, base}
+		out[i] = scanners.OccurrenceFingerprint(base, seen[k])
+		seen[k]++
+	}
+	return out
 }
 
 // Baseline is the set of fingerprints of a previous report's findings.

@@ -220,3 +220,50 @@ func TestSecretAllowed(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacySecretFingerprints: a baseline or ignore entry written before
+// secrets' fingerprints went through SecretKey (issue 16) still suppresses
+// the finding, repeats included, while its secret is in memory.
+func TestLegacySecretFingerprints(t *testing.T) {
+	mk := func(line int) scanners.Finding {
+		return scanners.Finding{RuleID: "secrets/hf", Check: scanners.CheckSecrets, Target: "dir", Path: "a.env", Line: line,
+			Message: "token", Evidence: "hf_a…zz", Secret: "hf_not_a_real_token_value", Severity: scanners.SeverityCritical}
+	}
+	old := []scanners.Finding{mk(1), mk(2), mk(3)}
+	oldRes := &scanners.Result{}
+	for i := range old {
+		old[i].Fingerprint = scanners.LegacyFingerprint(&old[i]) // as before issue 16
+	}
+	oldRes.Findings = old
+	scanners.DistinguishRepeats(oldRes.Findings)
+	baseline := BaselineOf(oldRes)
+
+	res := &scanners.Result{Findings: []scanners.Finding{mk(1), mk(2), mk(3), mk(4)}}
+	scanners.FingerprintAll(res.Findings, 1)
+	scanners.DistinguishRepeats(res.Findings)
+	for _, f := range res.Findings {
+		if baseline[f.Fingerprint] {
+			t.Fatal("new fingerprint equals a legacy one")
+		}
+	}
+	(&Set{Baseline: baseline}).Apply(res)
+	for i, f := range res.Findings {
+		if want := i < 3; (f.Suppressed == "in baseline") != want {
+			t.Errorf("finding %d: suppressed %q", i, f.Suppressed)
+		}
+	}
+	// An ignore entry naming the legacy fingerprint of the first.
+	res = &scanners.Result{Findings: []scanners.Finding{mk(1)}}
+	scanners.FingerprintAll(res.Findings, 1)
+	ig := parseIgnores(t, "ignore:\n  - fingerprint: "+oldRes.Findings[0].Fingerprint+"\n    reason: rotated\n")
+	(&Set{Ignores: ig}).Apply(res)
+	if res.Findings[0].Suppressed != "ignored: rotated" {
+		t.Errorf("legacy ignore entry: %q", res.Findings[0].Suppressed)
+	}
+	// Without the secret in memory (a cache replay), only the current form.
+	res.Findings[0].Suppressed, res.Findings[0].Secret = "", ""
+	(&Set{Ignores: ig}).Apply(res)
+	if res.Findings[0].Suppressed != "" {
+		t.Error("matched without the secret")
+	}
+}
