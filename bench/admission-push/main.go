@@ -33,9 +33,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/mlwarden/mlwarden/scanners/scan"
 	"github.com/mlwarden/mlwarden/scanners/source/image"
 	"github.com/mlwarden/mlwarden/server"
-	"github.com/mlwarden/mlwarden/scanners/scan"
 )
 
 const token = "bench-events-token"

@@ -28,10 +28,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/mlwarden/mlwarden/internal/integration"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/mlwarden/mlwarden/internal/integration"
 )
 
 // Env names the variable that holds the registry's host:port.

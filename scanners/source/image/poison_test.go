@@ -52,7 +52,7 @@ func TestImageCachePoisoning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	decoy := imgClaiming(t, harmless, evilDiff)    // harmless bytes named as the evil layer
+	decoy := imgClaiming(t, harmless, evilDiff)     // harmless bytes named as the evil layer
 	disguised := imgClaiming(t, evil, harmlessDiff) // evil bytes named as the harmless layer
 
 	host := registrytest.Any(t)
