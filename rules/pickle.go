@@ -39,7 +39,10 @@ type PickleEntry struct {
 	Names  []string `yaml:"names"`
 	// Severity of a dangerous entry: critical (default) or high.
 	Severity string `yaml:"severity"`
-	Why      string `yaml:"why"`
+	// Why the entry is in its tier: what the global does when a pickle
+	// imports or calls it. Every entry has one (the loader refuses an
+	// entry without it), so that each verdict can be checked.
+	Why string `yaml:"why"`
 }
 
 // LoadPickle reads PickleFile from fsys (the built-in table is PickleFS()).
@@ -54,10 +57,14 @@ func LoadPickle(fsys fs.FS) (*PickleRules, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("parse %s: %w", PickleFile, err)
 	}
-	for _, tier := range [][]PickleEntry{r.Dangerous, r.Safe, r.Library} {
+	for t, tier := range [][]PickleEntry{r.Dangerous, r.Safe, r.Library} {
+		name := [...]string{"dangerous", "safe", "library"}[t]
 		for i, e := range tier {
 			if strings.TrimSpace(e.Module) == "" {
-				return nil, fmt.Errorf("parse %s: entry %d has no module", PickleFile, i+1)
+				return nil, fmt.Errorf("parse %s: %s entry %d has no module", PickleFile, name, i+1)
+			}
+			if strings.TrimSpace(e.Why) == "" {
+				return nil, fmt.Errorf("parse %s: %s entry %s has no why (say what the global does when a pickle imports it)", PickleFile, name, e.Module)
 			}
 			switch e.Severity {
 			case "", "critical", "high", "medium", "low":

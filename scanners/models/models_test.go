@@ -315,6 +315,30 @@ func TestClassify(t *testing.T) {
 		{"mymodule", "MyClass", tierUnknown},
 		{"__main__", "Net", tierUnknown},
 	}
+	// Every class that opens a connection or starts a process is in the
+	// same tier, whatever its name (IMAP4 was medium while IMAP4_stream was
+	// blocked).
+	for _, g := range []string{
+		"imaplib.IMAP4", "imaplib.IMAP4_SSL", "imaplib.IMAP4_stream", "smtplib.SMTP", "smtplib.SMTP_SSL",
+		"ftplib.FTP", "ftplib.FTP_TLS", "telnetlib.Telnet", "poplib.POP3", "poplib.POP3_SSL", "nntplib.NNTP",
+		"socket.socket", "socket.create_connection", "_socket.socket", "ssl.SSLSocket", "_ssl._SSLContext",
+		"http.client.HTTPConnection", "http.client.HTTPSConnection", "http.server.HTTPServer",
+		"urllib.request.urlopen", "urllib.request.OpenerDirector", "urllib3.PoolManager", "requests.get",
+		"xmlrpc.client.ServerProxy", "socketserver.TCPServer", "asyncore.dispatcher", "smtpd.SMTPServer",
+		"wsgiref.simple_server.make_server", "webbrowser.open",
+		"subprocess.Popen", "subprocess.run", "subprocess.check_output", "subprocess.getoutput",
+		"os.system", "os.popen", "os.execv", "os.spawnl", "posix.posix_spawn", "nt.system", "pty.spawn",
+		"multiprocessing.Process", "multiprocessing.Pool", "multiprocessing.context.Process", "_multiprocessing.SemLock",
+		"asyncio.subprocess.create_subprocess_shell", "asyncio.create_subprocess_exec", "asyncio.unix_events._UnixSubprocessTransport",
+		"concurrent.futures.ProcessPoolExecutor", "threading.Thread", "_thread.start_new_thread", "sched.scheduler",
+		"_posixsubprocess.fork_exec", "pexpect.spawn", "fcntl.ioctl",
+	} {
+		i := strings.LastIndexByte(g, '.')
+		cases = append(cases, struct {
+			module, name string
+			want         tier
+		}{g[:i], g[i+1:], tierDangerous})
+	}
 	for _, c := range cases {
 		if got := s.cls.classify(c.module, c.name); got.tier != c.want {
 			t.Errorf("%s.%s: tier %d, want %d", c.module, c.name, got.tier, c.want)
