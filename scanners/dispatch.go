@@ -27,6 +27,7 @@ type Dispatcher struct {
 	progress Progress
 	skip     Skip
 	hashAll  bool
+	expander Expander
 }
 
 // Option configures a Dispatcher.
@@ -82,6 +83,13 @@ func WithSkip(s Skip) Option {
 // content read whole anyway.
 func WithComponentHashes(on bool) Option {
 	return func(d *Dispatcher) { d.hashAll = on }
+}
+
+// WithExpander has x open the archives among a target's artifacts and hand
+// their members to every check that does not read archives itself
+// (ArchiveReader).
+func WithExpander(x Expander) Option {
+	return func(d *Dispatcher) { d.expander = x }
 }
 
 // NewDispatcher returns a dispatcher over the given scanners.
@@ -238,7 +246,7 @@ func (s *sink) Artifact(a *Artifact, r io.Reader) error {
 		}
 		return nil // counted in the target's notes
 	}
-	if s.d.progress != nil {
+	if s.d.progress != nil && a.Container == "" {
 		defer s.d.progress.Scanned(a.Size)
 	}
 	c, cleanup, err := s.open(a, r)
@@ -284,6 +292,15 @@ func (s *sink) Artifact(a *Artifact, r io.Reader) error {
 		s.d.inline(a, c.data, found)
 	}
 	s.add(capFindings(found, s.d.perRule))
+	if c.expand {
+		// Members go to this sink, one after another, so that a source
+		// that records what an artifact gave (ResultSink) records them too.
+		fs, err := s.d.expander.Expand(s.ctx, a, io.NewSectionReader(c.ra, 0, c.size), s)
+		if err != nil {
+			s.Error(Error{Target: a.Target, Path: a.Path, Message: err.Error()})
+		}
+		s.add(fs)
+	}
 	return nil
 }
 
@@ -409,6 +426,7 @@ type opened struct {
 	size   int64
 	data   []byte // the whole content when it is in memory
 	wanted []Scanner
+	expand bool // an archive whose members the expander hands over
 }
 
 // open reads the head, asks every scanner, and makes the content readable at
@@ -428,23 +446,32 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 		return nil, nop, fmt.Errorf("read: %w", err)
 	}
 	head = head[:n]
-	comp := s.describe(a, head)
+	var comp *Component
+	if a.Container == "" {
+		comp = s.describe(a, head)
+	}
+	// A member goes to the checks that do not read archives themselves.
+	member := func(sc Scanner) bool {
+		r, ok := sc.(ArchiveReader)
+		return a.Container != "" && ok && r.ReadsArchives()
+	}
 	var wanted []Scanner
 	for _, sc := range s.d.scanners {
-		if sc.Wants(a, head) {
+		if !member(sc) && sc.Wants(a, head) {
 			wanted = append(wanted, sc)
 		}
 	}
-	if len(wanted) == 0 {
+	expand := s.d.expander != nil && a.Container == "" && s.d.expander.Expands(a, head)
+	if len(wanted) == 0 && !expand {
 		s.addComponent(comp, nil, 0, false)
 		return nil, nop, nil
 	}
 	for _, sc := range s.d.scanners {
-		if r, ok := sc.(Rider); ok && !slices.Contains(wanted, sc) && r.Rides(a, head) {
+		if r, ok := sc.(Rider); ok && !member(sc) && !slices.Contains(wanted, sc) && r.Rides(a, head) {
 			wanted = append(wanted, sc)
 		}
 	}
-	o := &opened{wanted: wanted}
+	o := &opened{wanted: wanted, expand: expand}
 	switch {
 	case isRA && a.Size <= SmallFile:
 		// The head is already read: read only the rest.

@@ -117,6 +117,10 @@ type Artifact struct {
 	// only the report's display name. It is nil for images, git history and
 	// streams.
 	FS fs.FS
+	// Container is the path of the archive the artifact is a member of
+	// (its Path is Container + "!" + the member's name), "" for a file not
+	// in an archive. Members have no FS: they are not on disk.
+	Container string
 }
 
 // OriginalLine maps a 1-based line of the artifact's content to the line in
@@ -213,6 +217,28 @@ type Rider interface {
 // cached results hands those facts back.
 type TargetFinisher interface {
 	FinishTarget(ctx context.Context, t Target) ([]Finding, error)
+}
+
+// Expander opens the archives and compressed files found among a target's
+// artifacts and hands their members to a sink as artifacts of their own
+// (Artifact.Container set), so that the checks that read text see inside
+// them (scanners/archive). The dispatcher calls it for an artifact that is
+// not itself a member; nested archives are the expander's.
+type Expander interface {
+	// Expands says from the artifact's origin and head whether it is an
+	// archive to open. It must be cheap.
+	Expands(a *Artifact, head []byte) bool
+	// Expand hands a's members to members and returns the findings about
+	// what it could not scan; an error wrapping ErrIncomplete when a limit
+	// stopped it (exit 2).
+	Expand(ctx context.Context, a *Artifact, c Content, members Sink) ([]Finding, error)
+}
+
+// ArchiveReader is implemented by a check that reads inside archives
+// itself (the models check looks for pickles in every archive): the
+// dispatcher hands it no archive members, so nothing is reported twice.
+type ArchiveReader interface {
+	ReadsArchives() bool
 }
 
 // BytesScanner scans a byte slice that came from inside an artifact (a string
