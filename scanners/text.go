@@ -49,9 +49,15 @@ func IsBinary(head []byte) bool {
 // are control bytes or not UTF-8.
 const binaryShare = 10
 
-// Base returns the artifact path's last element, lower-cased.
+// Base returns the artifact path's last element, lower-cased: of an
+// archive member (dist/app.whl!pkg/config.py, a.zip!conf.env), the
+// member's.
 func Base(p string) string {
-	return strings.ToLower(path.Base(p))
+	b := path.Base(p)
+	if i := strings.LastIndexByte(b, '!'); i >= 0 && i < len(b)-1 {
+		b = b[i+1:]
+	}
+	return strings.ToLower(b)
 }
 
 // ReadAll reads c whole, or at most limit bytes when limit > 0; truncated

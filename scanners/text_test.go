@@ -41,3 +41,18 @@ func TestIsBinary(t *testing.T) {
 		}
 	}
 }
+
+func TestBase(t *testing.T) {
+	for p, want := range map[string]string{
+		"dir/Train.PY":                "train.py",
+		"dist/app.whl!pkg/config.py":  "config.py",
+		"a.zip!conf.env":              "conf.env",
+		"logs/run.log.gz!run.log":     "run.log",
+		"odd!":                        "odd!",
+		"/app/x.tar.gz!b.zip!c/d.yml": "d.yml",
+	} {
+		if got := scanners.Base(p); got != want {
+			t.Errorf("Base(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
