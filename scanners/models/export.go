@@ -36,3 +36,8 @@ func withDefaults(l Limits) Limits {
 	WithLimits(l)(s)
 	return s.lim
 }
+
+// ReadsArchives says that the models check opens archives itself (it looks
+// for pickles in every zip, tar, compressed stream and 7z): the dispatcher
+// hands it no archive members (scanners.ArchiveReader).
+func (s *Scanner) ReadsArchives() bool { return true }

@@ -20,6 +20,31 @@ var ruleTooLarge = scanners.Rule{
 	Fix:      "Keep logs and data dumps out of the scanned target, split the file, or raise the limit.",
 }
 
+// RuleArchiveNotScanned is reported, through the archive reader of the
+// text checks (scanners/archive), for an archive or a member that was not
+// scanned: over a limit (the run also exits 2), encrypted, corrupt or in an
+// unsupported format.
+var RuleArchiveNotScanned = scanners.Rule{
+	ID:       "secrets/archive-not-scanned",
+	Check:    scanners.CheckSecrets,
+	Severity: scanners.SeverityLow,
+	Title:    "Archive or archive member not scanned for secrets",
+	Why:      "Content the scan could not read (past a limit, encrypted, corrupt or unsupported) may hold credentials that nothing reported.",
+	Fix:      "Unpack the archive and scan its content, raise --max-archive-depth if it is nested deeper, or keep archives that cannot be read out of the target.",
+}
+
+// RuleArchiveMemberEscapes is reported for an archive member whose name
+// leads out of the directory the archive is extracted to, when the models
+// check (which reports it for every archive it opens) is not running.
+var RuleArchiveMemberEscapes = scanners.Rule{
+	ID:       "secrets/archive-member-escapes",
+	Check:    scanners.CheckSecrets,
+	Severity: scanners.SeverityMedium,
+	Title:    "Archive member name leads out of the extraction directory",
+	Why:      "Extracting the archive writes the member elsewhere (zip slip: ../ or an absolute path), over files such as shell profiles, cron jobs or credentials.",
+	Fix:      "Re-create the archive with relative member names, and extract untrusted archives with a tool that refuses such names.",
+}
+
 const (
 	defaultWhy = "A leaked credential lets anyone who can read the file, image or repository act as its owner, on paid GPU, model and data services."
 	defaultFix = "Revoke the credential with its issuer, remove it from the file and from history (a new commit does not remove it), and load it at run time from the environment or a secret store."
@@ -69,7 +94,7 @@ func describe(rs *ruleSet) ([]scanners.Rule, map[string]scanners.Rule) {
 		byID[id] = mr
 		list = append(list, mr)
 	}
-	list = append(list, ruleTooLarge)
+	list = append(list, ruleTooLarge, RuleArchiveNotScanned, RuleArchiveMemberEscapes)
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
 	return list, byID
 }
