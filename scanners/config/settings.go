@@ -161,6 +161,8 @@ func All() []Setting {
 			Help: "largest file to scan (e.g. 500MB, 2GiB); larger files are reported as errors, never skipped silently"},
 		{Name: "max-memory", Key: "max-memory", Type: Size, Default: "1GiB", Commands: scanning,
 			Help: "soft ceiling on the process's memory (Go's memory limit: the collector works harder near it); every parser also bounds what one file may make it hold (0: no ceiling)"},
+		{Name: "max-archive-depth", Key: "max-archive-depth", Type: Int, Default: "3", Commands: scanning,
+			Help: "how deeply nested archives (zip, wheels, jars, tar, gz, bz2, xz, zst, 7z) are opened for the text checks, their members scanned as dist/app.whl!pkg/config.py (gitleaks' flag); what is deeper is reported; 0: archives are not opened"},
 		{Name: "secrets-config", Key: "secrets.config", Type: Path, Commands: scanning,
 			Help: "extra secret rules in gitleaks TOML format, extending the built-in set"},
 		{Name: "workers", Key: "workers", Type: Int, Default: "0", Commands: scanning,

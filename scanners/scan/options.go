@@ -73,6 +73,11 @@ func OptionsFrom(v *config.Values) (Options, error) {
 	if v.Has("max-file-size") {
 		o.MaxFileSize = v.Size("max-file-size")
 	}
+	if v.Has("max-archive-depth") {
+		if o.MaxArchiveDepth = v.Int("max-archive-depth"); o.MaxArchiveDepth <= 0 {
+			o.MaxArchiveDepth = -1 // archives not opened
+		}
+	}
 	if v.Has("workers") {
 		o.Workers = v.Int("workers")
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/archive"
 	"github.com/mlwarden/mlwarden/scanners/cache"
 	"github.com/mlwarden/mlwarden/scanners/catalog"
 	"github.com/mlwarden/mlwarden/scanners/config"
@@ -66,6 +67,10 @@ type Options struct {
 	Baseline string
 	// MaxFileSize is the largest file scanned (default 64 GiB).
 	MaxFileSize int64
+	// MaxArchiveDepth is how deeply archives nest that are opened for the
+	// text checks when the secrets check runs (scanners/archive; default
+	// archive.DefaultMaxDepth; negative: archives are not opened).
+	MaxArchiveDepth int
 	// Workers bounds the files, layers and checks worked on at once
 	// (default: the CPUs).
 	Workers int
@@ -132,6 +137,7 @@ type Scanner struct {
 	secrets  *secrets.Scanner
 	version  string
 	cache    *cache.Cache // opened by New; nil when off
+	archives *archive.Expander
 }
 
 // New sets the pipeline up. A bad setting, a config path that does not
@@ -201,6 +207,18 @@ func New(o Options) (*Scanner, error) {
 	}
 	if o.HashComponents {
 		build += "\x00hash-components"
+	}
+	if s.secrets != nil && o.MaxArchiveDepth >= 0 {
+		// Archives are opened for the secrets check's sake (its rules say
+		// what was not scanned); every text check gets the members. The
+		// models check reports names that climb out of every archive it
+		// opens; without it, the secrets check does.
+		ao := archive.Options{MaxDepth: o.MaxArchiveDepth, NotScanned: secrets.RuleArchiveNotScanned}
+		if !slices.Contains(o.Checks, scanners.CheckModels) {
+			ao.Escapes = &secrets.RuleArchiveMemberEscapes
+		}
+		s.archives = archive.New(ao)
+		build += fmt.Sprintf("\x00archive-depth\x00%d\x00%v", o.MaxArchiveDepth, ao.Escapes != nil)
 	}
 	s.version = RulesVersion(build, o.Checks, s.rules, files...)
 	if s.o.Image.RulesVersion == "" {
@@ -329,6 +347,9 @@ func (s *Scanner) Run(ctx context.Context, targets ...Target) (*Result, error) {
 		scanners.WithSkip(s.o.Skip), scanners.WithComponentHashes(s.o.HashComponents)}
 	if s.o.Progress != nil {
 		opts = append(opts, scanners.WithProgress(s.o.Progress))
+	}
+	if s.archives != nil {
+		opts = append(opts, scanners.WithExpander(s.archives))
 	}
 	d := scanners.NewDispatcher(s.checks, opts...)
 	res := d.Run(ctx, srcs...)
