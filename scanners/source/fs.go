@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/source/image"
 )
 
 // DefaultMaxFileSize is the largest file scanned unless --max-file-size says
@@ -34,6 +35,7 @@ type fsSource struct {
 	single  bool   // root is one file
 	maxSize int64
 	workers int
+	image   image.Options // for images found in the tree (nested.go)
 
 	// fsys is the target's root (the directory, or the file's directory)
 	// opened with os.Root, handed to checks as Artifact.FS.
@@ -56,7 +58,7 @@ func OpenFS(path string, o Options) (scanners.Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open target: %w", err)
 	}
-	s := &fsSource{name: path, root: abs, maxSize: o.MaxFileSize, workers: o.Workers}
+	s := &fsSource{name: path, root: abs, maxSize: o.MaxFileSize, workers: o.Workers, image: o.Image}
 	if s.maxSize <= 0 {
 		s.maxSize = DefaultMaxFileSize
 	}
@@ -174,6 +176,11 @@ func (s *fsSource) walkDir(ctx context.Context, sink scanners.Sink, jobs chan<- 
 			sink.Error(scanners.Error{Target: s.name, Path: relOrDot(rel), Message: fmt.Sprintf("read directory: %v", errMsg(err))})
 			// ReadDir returns what it read before the error.
 		}
+		if isOCILayout(entries) {
+			// An image: walked layer by layer, not as blobs (nested.go).
+			s.walkImage(ctx, sink, image.SchemeOCI, dir, rel)
+			return nil
+		}
 		for _, e := range entries {
 			name := e.Name()
 			abs := filepath.Join(dir, name)
@@ -268,6 +275,11 @@ func (s *fsSource) scanFile(ctx context.Context, sink scanners.Sink, j fsJob) {
 		return
 	}
 	defer f.Close()
+	if isDockerArchive(j.abs, fi.Size()) {
+		// An image: walked layer by layer, not as an archive (nested.go).
+		s.walkImage(ctx, sink, image.SchemeDockerArchive, j.abs, j.rel)
+		return
+	}
 	a := &scanners.Artifact{
 		Kind:       scanners.ArtifactFile,
 		Target:     s.name,
