@@ -63,7 +63,14 @@ func Checks() []Check {
 	return []Check{
 		{scanners.CheckSecrets, func(o Options, b *built) ([]scanners.Scanner, error) {
 			sec, err := b.sharedSecrets(o)
-			return one(sec), err
+			if err != nil || b.on(scanners.CheckModels) {
+				return one(sec), err
+			}
+			// Strings inside model files (pickled training arguments,
+			// safetensors and GGUF metadata) reach the secrets check
+			// whatever --checks says: without the models check, its
+			// parsers run for the strings alone.
+			return []scanners.Scanner{sec, models.StringsOnly(sec.ScanBytes, o.Models...)}, nil
 		}},
 		{scanners.CheckPins, func(o Options, _ *built) ([]scanners.Scanner, error) {
 			return one(pins.New(o.Pins...)), nil

@@ -1,8 +1,11 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"io"
+
+	"github.com/mlwarden/mlwarden/scanners"
 )
 
 // Header checks for other readers of archives (scanners/archive, which
@@ -41,3 +44,37 @@ func withDefaults(l Limits) Limits {
 // for pickles in every zip, tar, compressed stream and 7z): the dispatcher
 // hands it no archive members (scanners.ArchiveReader).
 func (s *Scanner) ReadsArchives() bool { return true }
+
+// StringsOnly is the models check's reading of model files for their
+// strings alone — pickle string and bytes constants (training_args.bin and
+// every zip-stored pickle), safetensors and GGUF metadata, ONNX and Keras
+// configs — handed to bs (the secrets check), for a run where the models
+// check's own findings are not asked for (--checks secrets): a token
+// pickled into training arguments is a secret whatever checks run. It
+// reports only what bs finds, lists no rules of its own, and names no
+// components; a limit that stopped the reading is still its error (exit
+// 2), since strings past it were not read.
+func StringsOnly(bs scanners.BytesScanner, opts ...Option) scanners.Scanner {
+	return stringsOnly{New(append(opts, WithStrings(bs))...)}
+}
+
+type stringsOnly struct{ m *Scanner }
+
+// Check returns "secrets": the findings are the secrets check's.
+func (s stringsOnly) Check() string          { return scanners.CheckSecrets }
+func (s stringsOnly) Rules() []scanners.Rule { return nil }
+func (s stringsOnly) ReadsArchives() bool    { return true }
+func (s stringsOnly) Wants(a *scanners.Artifact, head []byte) bool {
+	return s.m.Wants(a, head)
+}
+
+func (s stringsOnly) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	fs, err := s.m.Scan(ctx, a, c)
+	out := fs[:0]
+	for _, f := range fs {
+		if f.Check != scanners.CheckModels {
+			out = append(out, f)
+		}
+	}
+	return out, err
+}

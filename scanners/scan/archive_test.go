@@ -72,3 +72,53 @@ func TestArchivesInDirectory(t *testing.T) {
 		t.Errorf("archives off: %+v", res.Findings)
 	}
 }
+
+// pickleOf is a protocol 2 pickle of one string.
+func pickleOf(s string) []byte {
+	b := []byte{0x80, 0x02, 'X', byte(len(s)), byte(len(s) >> 8), byte(len(s) >> 16), byte(len(s) >> 24)}
+	return append(append(b, s...), 'q', 0, '.')
+}
+
+// TestModelStringsWithSecretsOnly: strings inside model files reach the
+// secrets check with --checks secrets (issue 16) — a raw pickle and a
+// torch-style zip (training_args.bin) — and no models finding is reported.
+func TestModelStringsWithSecretsOnly(t *testing.T) {
+	dir := t.TempDir()
+	raw, zipped := fakeHF(1), fakeHF(2)
+	os.WriteFile(filepath.Join(dir, "args.pkl"), pickleOf(raw), 0o644)
+	f, _ := os.Create(filepath.Join(dir, "training_args.bin"))
+	zw := zip.NewWriter(f)
+	w, _ := zw.CreateHeader(&zip.FileHeader{Name: "training_args/data.pkl", Method: zip.Store})
+	w.Write(pickleOf(zipped))
+	w, _ = zw.CreateHeader(&zip.FileHeader{Name: "training_args/version", Method: zip.Store})
+	w.Write([]byte("3\n"))
+	zw.Close()
+	f.Close()
+	s, err := New(Options{Checks: []string{scanners.CheckSecrets}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, r := range s.Rules() {
+		if r.Check != scanners.CheckSecrets {
+			t.Fatalf("rule %s listed with --checks secrets", r.ID)
+		}
+	}
+	res, err := s.Run(context.Background(), Target{Ref: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range res.Findings {
+		got[f.Path] = f.RuleID
+		if f.Check != scanners.CheckSecrets {
+			t.Errorf("finding of %s: %s", f.Check, f.RuleID)
+		}
+		if f.Path == "training_args.bin" && !strings.Contains(f.Message, "training_args/data.pkl") {
+			t.Errorf("message does not name the member: %s", f.Message)
+		}
+	}
+	if got["args.pkl"] != "secrets/huggingface-token" || got["training_args.bin"] != "secrets/huggingface-token" || len(res.Findings) != 2 {
+		t.Errorf("findings %+v", res.Findings)
+	}
+}
