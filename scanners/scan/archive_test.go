@@ -86,6 +86,10 @@ func TestModelStringsWithSecretsOnly(t *testing.T) {
 	dir := t.TempDir()
 	raw, zipped := fakeHF(1), fakeHF(2)
 	os.WriteFile(filepath.Join(dir, "args.pkl"), pickleOf(raw), 0o644)
+	// A pickle not named like one: found once, by the models parsers, not
+	// also by the secrets check's strings pass over binaries.
+	other := fakeHF(3)
+	os.WriteFile(filepath.Join(dir, "state.p"), append(pickleOf(other), make([]byte, 64)...), 0o644)
 	f, _ := os.Create(filepath.Join(dir, "training_args.bin"))
 	zw := zip.NewWriter(f)
 	w, _ := zw.CreateHeader(&zip.FileHeader{Name: "training_args/data.pkl", Method: zip.Store})
@@ -118,7 +122,7 @@ func TestModelStringsWithSecretsOnly(t *testing.T) {
 			t.Errorf("message does not name the member: %s", f.Message)
 		}
 	}
-	if got["args.pkl"] != "secrets/huggingface-token" || got["training_args.bin"] != "secrets/huggingface-token" || len(res.Findings) != 2 {
+	if got["args.pkl"] != "secrets/huggingface-token" || got["training_args.bin"] != "secrets/huggingface-token" || got["state.p"] != "secrets/huggingface-token" || len(res.Findings) != 3 {
 		t.Errorf("findings %+v", res.Findings)
 	}
 }

@@ -180,6 +180,24 @@ var compressedMagic = [][]byte{
 	[]byte("7z\xbc\xaf\x27\x1c"), {0x28, 0xb5, 0x2f, 0xfd}, {0x04, 0x22, 0x4d, 0x18},
 }
 
+// modelContent reports whether a binary head is a format the models check
+// parses and takes strings from whatever its name (a pickle of protocol 2
+// to 5, PyTorch's legacy format, NumPy, GGUF, HDF5, safetensors): its strings
+// reach the check through ScanBytes, and the strings pass over it would
+// report them twice.
+func modelContent(h []byte) bool {
+	switch {
+	case len(h) >= 2 && h[0] == 0x80 && h[1] >= 2 && h[1] <= 5:
+		return true
+	case bytes.HasPrefix(h, []byte("\x93NUMPY")), bytes.HasPrefix(h, []byte("GGUF")), bytes.HasPrefix(h, []byte("\x89HDF\r\n\x1a\n")):
+		return true
+	case len(h) >= 10 && h[8] == '{' && h[9] == '"':
+		n := uint64(h[0]) | uint64(h[1])<<8 | uint64(h[2])<<16 | uint64(h[3])<<24 | uint64(h[4])<<32 | uint64(h[5])<<40 | uint64(h[6])<<48 | uint64(h[7])<<56
+		return n >= 2 && n < 100<<20
+	}
+	return false
+}
+
 // Wants reports whether a is worth scanning for secrets: image configs,
 // git patches, text files, and binary files that are not model weights or
 // compressed data (their printable strings are scanned, as strings(1) finds
@@ -197,6 +215,9 @@ func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 	}
 	if !scanners.IsBinary(head) {
 		return true
+	}
+	if modelContent(head) {
+		return false // the models check's parsers hand its strings over (catalog)
 	}
 	for _, m := range compressedMagic {
 		if bytes.HasPrefix(head, m) {
@@ -256,9 +277,10 @@ func (s *Scanner) scanStrings(ctx context.Context, a *scanners.Artifact, c scann
 	limit := min(size, s.maxBytes)
 	buf := make([]byte, min(int64(chunkSize), limit))
 	var run, lower []byte
+	var runAt int64 // the byte offset of run in the file
 	var out []scanners.Finding
 	where := func(report.Finding) (int, string) {
-		return 0, "in a printable string inside the binary file " + a.Path
+		return 0, fmt.Sprintf("in a printable string at byte offset %d inside the binary file %s", runAt, a.Path)
 	}
 	endRun := func() {
 		if len(run) >= minString && s.binKeys != nil {
@@ -284,6 +306,7 @@ func (s *Scanner) scanStrings(ctx context.Context, a *scanners.Artifact, c scann
 		if m == 0 && err != nil {
 			return out, fmt.Errorf("read: %w", err)
 		}
+		base := off
 		off += int64(m)
 		for b := buf[:m]; len(b) > 0; {
 			// The printable run at the start of b, then what follows it.
@@ -292,6 +315,9 @@ func (s *Scanner) scanStrings(ctx context.Context, a *scanners.Artifact, c scann
 				n++
 			}
 			if n > 0 {
+				if len(run) == 0 {
+					runAt = base + int64(m-len(b))
+				}
 				if len(run)+n >= maxFragment {
 					n = min(n, maxFragment-len(run))
 					run = append(run, b[:n]...)

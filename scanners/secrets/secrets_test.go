@@ -432,3 +432,15 @@ func TestImageConfigAsDockerfile(t *testing.T) {
 		}
 	}
 }
+
+// TestStringsPassOffset: a token in a binary's printable strings is
+// reported with its byte offset in the file.
+func TestStringsPassOffset(t *testing.T) {
+	s := newScanner(t)
+	tok := "ghp_" + newFake(44).str(alnum, 36)
+	bin := append(append([]byte("\x7fELF\x02\x01\x01"), make([]byte, 4089)...), []byte("GITHUB_TOKEN="+tok)...)
+	fs := scan(t, s, "tool", string(append(bin, make([]byte, 64)...)))
+	if len(fs) != 1 || !strings.Contains(fs[0].Message, "at byte offset 4096 ") {
+		t.Errorf("%v", fs)
+	}
+}
