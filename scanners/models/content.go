@@ -66,6 +66,12 @@ func (sc *scan) content(p place, ra io.ReaderAt, size int64, name string, depth 
 		sc.hdf5(p, ra, size)
 	case fmtSafetensors:
 		sc.safetensors(p, ra, size)
+	case fmtChatJSON:
+		sc.chatJSON(p, ra, size, name)
+	case fmtJinja:
+		sc.jinjaFile(p, ra, size, name)
+	case fmtModelfile:
+		sc.modelfile(p, ra, size, name)
 	case fmtProtobuf:
 		sc.protobuf(p, ra, size, name)
 		if base := strings.ToLower(path.Base(name)); base == "keras_metadata.pb" || base == "saved_model.pb" {

@@ -129,3 +129,29 @@ func FuzzScan(f *testing.F) {
 		fuzzScan(t, data, func(sc *scan, ra *bytes.Reader, n int64) { sc.content(nil, ra, n, "fuzz", 0) })
 	})
 }
+
+// FuzzTemplate feeds chat templates to the Jinja reader and the analysis:
+// no panic, no hang, offsets inside the template.
+func FuzzTemplate(f *testing.F) {
+	files, _ := filepath.Glob("testdata/templates/*.jinja")
+	for _, p := range files {
+		d, _ := os.ReadFile(p)
+		f.Add(string(d))
+	}
+	for _, s := range []string{
+		`{{ cycler.__init__.__globals__.os.popen('true').read() }}`, `{{ ()|attr(dict(__cl=1,ass__=2)|join) }}`,
+		`{% macro m(a='__class__') %}{{ ()[a] }}{% endmacro %}{{ m() }}`, `{{ '{0.__class__}'.format(x) }}`,
+		`{% raw %}{{ x }}{% endraw %}{# c #}{{ "\x5f\N{LOW LINE}" }}`, `{% for a, b in x|items if a recursive %}{% endfor %}`,
+		`{{ x[1:2:-1] ~ ('%c' % 95) * 2 }}`, `{{ ((((((x))))))`, `{% set ns.a | upper %}`, `{{ a is not divisibleby 3 }}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		hits, _, _, _ := analyzeTemplate(src)
+		for _, h := range hits {
+			if h.off < 0 || h.off > len(src) || h.what == "" {
+				t.Fatalf("bad hit %+v in %q", h, src)
+			}
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"os"
@@ -509,5 +510,36 @@ func TestBypassCPython154848(t *testing.T) {
 		if !slices.Contains(got, w) {
 			t.Errorf("want %s, got %v", w, got)
 		}
+	}
+}
+
+// TestSavedModelFieldOrder: a SavedModel whose first field is not
+// saved_model_schema_version (field 1) is still read (protobuf readers take
+// fields in any order); it escaped before without a finding.
+func TestSavedModelFieldOrder(t *testing.T) {
+	pbBytes := func(num int, data []byte) []byte {
+		out := []byte{byte(num<<3 | 2)}
+		out = binary.AppendUvarint(out, uint64(len(data)))
+		return append(out, data...)
+	}
+	node := append(pbBytes(1, []byte("py")), pbBytes(2, []byte("PyFunc"))...)
+	meta := pbBytes(2, pbBytes(1, node)) // graph_def.node
+	for name, data := range map[string][]byte{
+		"version last": append(pbBytes(2, meta), 0x08, 0x01),
+		"no version":   pbBytes(2, meta),
+	} {
+		a := &scanners.Artifact{Kind: scanners.ArtifactFile, Path: "export/saved_model.pb", Size: int64(len(data))}
+		if !New().Wants(a, data) {
+			t.Errorf("%s: not wanted", name)
+			continue
+		}
+		fs, _ := scanners.ScanBytes(context.Background(), New(), a, data)
+		if got := rulesOf(fs, scanners.SeverityHigh); !slices.Equal(got, []string{"models/tf-unsafe-op"}) {
+			t.Errorf("%s: got %v", name, got)
+		}
+	}
+	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Path: "notes.pb"}
+	if New().Wants(a, []byte("plain text, not protobuf\n")) {
+		t.Errorf("text named .pb wanted")
 	}
 }

@@ -63,8 +63,12 @@ var (
 		"Keep external data files next to the model with plain relative names.")
 	ruleGGUFTemplate = rule("gguf-template-injection", scanners.SeverityCritical,
 		"GGUF chat template reaches Python internals",
-		"Chat templates are Jinja2 rendered by the runtime; a template using __class__, __globals__, __subclasses__ and the like escapes to Python (CVE-2024-34359).",
+		"Chat templates are Jinja2 rendered by the runtime; a template walking __class__, __globals__, __subclasses__ and the like, or the attributes of Jinja's globals, escapes to Python (CVE-2024-34359).",
 		"Do not serve this model; replace tokenizer.chat_template with a reviewed template.")
+	ruleChatTemplate = rule("chat-template-injection", scanners.SeverityCritical,
+		"Chat template reaches Python internals",
+		"A chat template (tokenizer_config.json chat_template, a .jinja file, an Ollama Modelfile TEMPLATE) is Jinja2 rendered by the serving runtime; one that walks __globals__, __builtins__, __subclasses__ or the attributes of Jinja's globals escapes to Python and runs code (CVE-2024-34359; sandbox escapes CVE-2019-10906, CVE-2024-56326).",
+		"Do not serve the model with this template; replace it with a reviewed one (the model family's published template).")
 	ruleGGUFMalformed = rule("gguf-malformed", scanners.SeverityHigh,
 		"GGUF file is malformed",
 		"Lengths, counts or offsets that do not fit the file crash or mislead loaders (memory-safety bugs in GGUF parsers).",
@@ -78,5 +82,5 @@ var (
 var allRules = []scanners.Rule{
 	ruleDangerous, ruleUnknown, ruleDynamic, ruleExtension, ruleMalformed, ruleTrailing,
 	ruleArchive, ruleUnscannable, ruleNumpyObject, ruleKerasLambda, ruleKerasModule, ruleTFOp,
-	ruleONNXPath, ruleGGUFTemplate, ruleGGUFMalformed, ruleSafetensors,
+	ruleONNXPath, ruleGGUFTemplate, ruleGGUFMalformed, ruleSafetensors, ruleChatTemplate,
 }

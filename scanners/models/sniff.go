@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/mlwarden/mlwarden/scanners/models/pickle"
@@ -30,13 +31,17 @@ const (
 	fmtHDF5
 	fmtSafetensors
 	fmtProtobuf
+	fmtChatJSON  // tokenizer_config.json, chat_template.json
+	fmtJinja     // a .jinja chat template
+	fmtModelfile // an Ollama Modelfile
 )
 
 var formatNames = map[format]string{
 	fmtPickle: "pickle", fmtTorchLegacy: "PyTorch legacy", fmtZip: "zip", fmtTar: "tar",
 	fmt7z: "7z", fmtGzip: "gzip", fmtBzip2: "bzip2", fmtXz: "xz", fmtLzma: "lzma", fmtZlib: "zlib",
 	fmtLz4: "lz4", fmtJoblibZF: "joblib zfile", fmtNpy: "npy", fmtGGUF: "GGUF", fmtHDF5: "HDF5",
-	fmtSafetensors: "safetensors", fmtProtobuf: "protobuf",
+	fmtSafetensors: "safetensors", fmtProtobuf: "protobuf", fmtChatJSON: "chat template JSON",
+	fmtJinja: "Jinja chat template", fmtModelfile: "Ollama Modelfile",
 }
 
 func (f format) String() string { return formatNames[f] }
@@ -103,8 +108,37 @@ func sniff(head []byte, size int64, name string) format {
 	if looksLikeProto0Pickle(head, size, name) {
 		return fmtPickle
 	}
+	if f := chatTemplateFile(head, name); f != fmtUnknown {
+		return f
+	}
 	return fmtUnknown
 }
+
+// chatTemplateFile recognises the files that hold chat templates by name
+// (text has no magic) together with their content: a JSON object for
+// tokenizer_config.json and chat_template.json, text for a .jinja file, a
+// Modelfile with a FROM or TEMPLATE line.
+func chatTemplateFile(head []byte, name string) format {
+	base := strings.ToLower(path.Base(name))
+	text := len(head) > 0 && !bytes.ContainsRune(head, 0)
+	switch {
+	case !text:
+		return fmtUnknown
+	case base == "tokenizer_config.json" || base == "chat_template.json" || base == "processor_config.json":
+		if t := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(t) > 0 && t[0] == '{' {
+			return fmtChatJSON
+		}
+	case strings.HasSuffix(base, ".jinja") || strings.HasSuffix(base, ".jinja2"):
+		return fmtJinja
+	case base == "modelfile" || strings.HasSuffix(base, ".modelfile"):
+		if reModelfile.Match(head) {
+			return fmtModelfile
+		}
+	}
+	return fmtUnknown
+}
+
+var reModelfile = regexp.MustCompile(`(?im)^\s*(FROM|TEMPLATE)\s`)
 
 // isLzmaAlone matches the .lzma ("alone") header joblib's lzma compressor
 // writes: properties byte 0x5d, a power-of-two dictionary size and an
@@ -137,18 +171,63 @@ func isSafetensors(h []byte, size int64) bool {
 	return h[8] == '{' && (bytes.HasPrefix(h[9:], []byte(`"`)) || bytes.HasPrefix(h[9:], []byte("}")) || h[9] == ' ' || h[9] == '\n')
 }
 
-// isProtoModel: protobuf has no magic, so a TensorFlow SavedModel or an
-// ONNX model is recognised by its name together with the first field
-// (saved_model_schema_version or ir_version, field 1 varint).
+// isProtoModel: protobuf has no magic, so a TensorFlow SavedModel, Keras
+// metadata or an ONNX model is recognised by its name together with a head
+// that walks as protobuf fields. Any field may come first (a serialiser
+// writes them in field order, but a reader accepts any order): requiring
+// saved_model_schema_version first let a crafted saved_model.pb escape.
 func isProtoModel(h []byte, name string) bool {
 	base := strings.ToLower(path.Base(name))
-	if len(h) >= 3 && h[0] == 0x0a && base == "keras_metadata.pb" {
-		return true // SavedMetadata starts with its repeated nodes field
-	}
-	if len(h) < 3 || h[0] != 0x08 {
+	if base != "saved_model.pb" && base != "keras_metadata.pb" && !strings.HasSuffix(base, ".onnx") && !strings.HasSuffix(base, ".pb") {
 		return false
 	}
-	return base == "saved_model.pb" || base == "keras_metadata.pb" || strings.HasSuffix(base, ".onnx") || strings.HasSuffix(base, ".pb")
+	return protoHead(h)
+}
+
+// protoHead reports whether h starts with well-formed protobuf fields: each
+// tag a field number and a wire type protobuf has (0, 1, 2, 5), each length
+// inside h, except that the last field may run past the head.
+func protoHead(h []byte) bool {
+	fields := 0
+	for off := 0; off < len(h); {
+		tag, n := binary.Uvarint(h[off:])
+		if n <= 0 {
+			return fields > 0 && len(h)-off < binary.MaxVarintLen64 // cut by the head
+		}
+		num, wt := tag>>3, tag&7
+		if num == 0 || num >= 1<<29 {
+			return false
+		}
+		off += n
+		switch wt {
+		case 0:
+			_, n := binary.Uvarint(h[off:])
+			if n < 0 || n == 0 && len(h)-off >= binary.MaxVarintLen64 {
+				return false
+			}
+			if n == 0 {
+				return true
+			}
+			off += n
+		case 1:
+			off += 8
+		case 5:
+			off += 4
+		case 2:
+			l, n := binary.Uvarint(h[off:])
+			if n < 0 || n == 0 && len(h)-off >= binary.MaxVarintLen64 {
+				return false
+			}
+			if n == 0 || l > uint64(len(h)-off-n) {
+				return true // the field runs past the head
+			}
+			off += n + int(l)
+		default:
+			return false
+		}
+		fields++
+	}
+	return fields > 0
 }
 
 // looksLikeProto0Pickle recognises protocol 0 and 1 pickles, which have no
