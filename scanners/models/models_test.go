@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -541,5 +542,41 @@ func TestSavedModelFieldOrder(t *testing.T) {
 	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Path: "notes.pb"}
 	if New().Wants(a, []byte("plain text, not protobuf\n")) {
 		t.Errorf("text named .pb wanted")
+	}
+}
+
+// TestOddPickles: streams CPython's unpickler accepts though no pickler
+// writes them (a second PROTO, a FRAME an opcode crosses, a FRAME inside a
+// FRAME) are medium; with something dangerous riding on them, high.
+func TestOddPickles(t *testing.T) {
+	frame := func(n uint64) string {
+		b := binary.LittleEndian.AppendUint64([]byte{0x95}, n)
+		return string(b)
+	}
+	cases := []struct {
+		name, data string
+		want       map[string]scanners.Severity
+	}{
+		{"second PROTO", "\x80\x04}\x80\x04.", map[string]scanners.Severity{"models/pickle-malformed": scanners.SeverityMedium}},
+		{"FRAME crossed", "\x80\x04" + frame(2) + "X\x05\x00\x00\x00hello.", map[string]scanners.Severity{"models/pickle-malformed": scanners.SeverityMedium}},
+		{"FRAME in FRAME", "\x80\x04" + frame(12) + frame(2) + "}.", map[string]scanners.Severity{"models/pickle-malformed": scanners.SeverityMedium}},
+		// The unpickler refuses protocol 6 before anything runs: a file in no
+		// known format.
+		{"protocol 6", "\x80\x06}.", map[string]scanners.Severity{"models/unscannable": scanners.SeverityMedium}},
+		{"protocol 6 later", "\x80\x04}\x80\x06.", map[string]scanners.Severity{"models/pickle-malformed": scanners.SeverityHigh}},
+		{"FRAME crossed with a payload", "\x80\x04" + frame(2) + "cos\nsystem\nX\x04\x00\x00\x00true\x85R.",
+			map[string]scanners.Severity{"models/pickle-malformed": scanners.SeverityHigh, "models/pickle-dangerous-global": scanners.SeverityCritical}},
+		{"second PROTO with a payload", "\x80\x02\x80\x04cposix\nsystem\nX\x04\x00\x00\x00true\x85R.",
+			map[string]scanners.Severity{"models/pickle-malformed": scanners.SeverityHigh, "models/pickle-dangerous-global": scanners.SeverityCritical}},
+	}
+	for _, c := range cases {
+		fs, _ := scanners.ScanBytes(context.Background(), New(), &scanners.Artifact{Kind: scanners.ArtifactFile, Path: "x.pkl"}, []byte(c.data))
+		got := map[string]scanners.Severity{}
+		for _, f := range fs {
+			got[f.RuleID] = max(got[f.RuleID], f.Severity)
+		}
+		if !maps.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
 	}
 }

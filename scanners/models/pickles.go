@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/models/pickle"
 )
 
@@ -219,8 +220,12 @@ func (sc *scan) reportPickle(p place, res *pickle.Result, raw []byte, mode pickl
 	if mode == pickleTorchLegacy {
 		kind = "PyTorch legacy checkpoint pickle"
 	}
+	dangerousGroup := false
 	for _, key := range order {
 		gr := groups[key]
+		if gr.dynamic || gr.v.tier == tierDangerous {
+			dangerousGroup = true
+		}
 		qual := gr.module + "." + gr.name
 		callNote := ""
 		if gr.called {
@@ -267,10 +272,15 @@ func (sc *scan) reportPickle(p place, res *pickle.Result, raw []byte, mode pickl
 	if len(malformed) > 0 {
 		before := len(sc.out)
 		sc.byteScan(p, raw, groups2set(res))
-		random := len(res.Globals) == 0 && res.Ops < 8 && mode == pickleRaw && res.Streams == 1 && len(sc.out) == before
+		scanHit := len(sc.out) > before
+		random := len(res.Globals) == 0 && res.Ops < 8 && mode == pickleRaw && res.Streams == 1 && !scanHit
+		odd := true // only problems CPython's unpickler accepts
 		for _, m := range malformed {
 			if m.Kind != pickle.Malformed {
 				random = false
+			}
+			if m.Kind != pickle.Frame && m.Kind != pickle.Protocol {
+				odd = false
 			}
 		}
 		// Random bytes that merely start like a pickle (a few opcodes, no
@@ -282,9 +292,18 @@ func (sc *scan) reportPickle(p place, res *pickle.Result, raw []byte, mode pickl
 			if len(malformed) > 1 {
 				more = fmt.Sprintf(" (and %d more problems)", len(malformed)-1)
 			}
-			sc.add(ruleMalformed, ruleMalformed.Severity,
-				fmt.Sprintf("The %s%s is malformed: %s%s. The unpickler runs every opcode before the error, and scanners that give up there miss the payload; the whole stream was analysed as far as it could be read, and its bytes searched for imports. %s", kind, p.in(), first.Msg, more, ruleMalformed.Fix),
-				first.Msg+p.in())
+			switch {
+			case odd && !scanHit && !dangerousGroup:
+				// Odd but valid: CPython loads it, and it carries nothing
+				// dangerous by itself.
+				sc.add(ruleMalformed, scanners.SeverityMedium,
+					fmt.Sprintf("The %s%s is valid but odd: %s%s. CPython's unpickler accepts this and no pickler writes it; on its own it runs nothing (every import in the stream was checked and none is dangerous), but readers that handle frames and protocol markers differently from CPython (pickletools, the Python unpickler, scanners built on them) see a different stream, which is how payloads are hidden. Re-export the file with the library that wrote it.", kind, p.in(), first.Msg, more),
+					"odd: "+first.Msg+p.in())
+			default:
+				sc.add(ruleMalformed, ruleMalformed.Severity,
+					fmt.Sprintf("The %s%s is malformed: %s%s. The unpickler runs every opcode before the error, and scanners that give up there miss the payload; the whole stream was analysed as far as it could be read, and its bytes searched for imports. %s", kind, p.in(), first.Msg, more, ruleMalformed.Fix),
+					first.Msg+p.in())
+			}
 		}
 	}
 	sc.pickleStrings(p, res.Strings)

@@ -104,10 +104,12 @@ const (
 	Malformed ProblemKind = iota
 	// Trailing: bytes after the STOP of the first stream.
 	Trailing
-	// Frame: an opcode crosses the end of the FRAME it starts in, which the C
-	// unpickler and pickletools read differently.
+	// Frame: an opcode crosses the end of the FRAME it starts in, or a
+	// FRAME starts inside another, which the C unpickler accepts and
+	// pickletools and the Python unpickler read differently.
 	Frame
-	// Protocol: a PROTO opcode that is not first or a protocol above 5.
+	// Protocol: a PROTO opcode that is not the first opcode (the unpickler
+	// accepts it; no pickler writes it). A protocol above 5 is Malformed.
 	Protocol
 )
 
@@ -1149,7 +1151,7 @@ func (w *Walker) step(op byte, off int64, first bool) error {
 			return err
 		}
 		if v > 5 {
-			w.problem(Protocol, off, "unsupported pickle protocol %d", v)
+			w.problem(Malformed, off, "unsupported pickle protocol %d (the unpickler refuses it)", v)
 		}
 		if !first {
 			w.problem(Protocol, off, "PROTO opcode that is not the first opcode of the stream (offset %d)", off)
