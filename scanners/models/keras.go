@@ -2,9 +2,13 @@ package models
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mlwarden/mlwarden/scanners"
@@ -46,7 +50,7 @@ func (sc *scan) hdf5(p place, ra io.ReaderAt, size int64) {
 			dec := json.NewDecoder(io.NewSectionReader(ra, start, min(64<<20, size-start)))
 			var v any
 			if err := dec.Decode(&v); err == nil {
-				sc.kerasConfig(p, v, true)
+				sc.kerasConfig(p, v, true, "")
 				text, _ := json.Marshal(v)
 				sc.strings(p, "Keras model config", text)
 				i += j + int(dec.InputOffset())
@@ -62,15 +66,64 @@ func (sc *scan) hdf5(p place, ra io.ReaderAt, size int64) {
 	}
 }
 
-// kerasJSON checks a .keras archive's config.json or metadata.json.
-func (sc *scan) kerasJSON(p place, data []byte) {
+// kerasJSON checks a .keras archive's config.json (version is
+// metadata.json's keras_version, "" when unknown).
+func (sc *scan) kerasJSON(p place, data []byte, version string) {
 	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
+	if err := json.Unmarshal(pyJSON(data), &v); err != nil {
 		sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("Keras config%s is not valid JSON (%v). %s", p.in(), err, ruleUnscannable.Fix), "config json")
 		return
 	}
-	sc.kerasConfig(p, v, false)
+	sc.kerasConfig(p, v, false, version)
 	sc.strings(p, "Keras model config", data)
+}
+
+// kerasMetadataVersion reads keras_version from a .keras archive's
+// metadata.json ("" when absent).
+func kerasMetadataVersion(data []byte) string {
+	var md struct {
+		Version string `json:"keras_version"`
+	}
+	json.Unmarshal(pyJSON(data), &md)
+	return md.Version
+}
+
+// pyJSON turns the NaN, Infinity and -Infinity that Python's json writes
+// and reads (Keras configs hold them) into null, which Go's decoder takes,
+// leaving strings alone.
+func pyJSON(data []byte) []byte {
+	if !bytes.Contains(data, []byte("NaN")) && !bytes.Contains(data, []byte("Infinity")) {
+		return data
+	}
+	out := make([]byte, 0, len(data))
+	in := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case in:
+			out = append(out, c)
+			if c == '\\' && i+1 < len(data) {
+				i++
+				out = append(out, data[i])
+			} else if c == '"' {
+				in = false
+			}
+			continue
+		case c == '"':
+			in = true
+		case bytes.HasPrefix(data[i:], []byte("NaN")):
+			out, i = append(out, "null"...), i+2
+			continue
+		case bytes.HasPrefix(data[i:], []byte("-Infinity")):
+			out, i = append(out, "null"...), i+8
+			continue
+		case bytes.HasPrefix(data[i:], []byte("Infinity")):
+			out, i = append(out, "null"...), i+7
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func kerasModule(m string) bool {
@@ -82,9 +135,120 @@ func kerasModule(m string) bool {
 	return false
 }
 
+// kerasAtLeast reports whether version (e.g. "3.11.2") is at least
+// major.minor.patch; ok is false when the version is unknown.
+func kerasAtLeast(version string, want ...int) (at, ok bool) {
+	parts := strings.Split(strings.TrimSpace(version), ".")
+	if version == "" || len(parts) == 0 {
+		return false, false
+	}
+	for i, w := range want {
+		n := 0
+		if i < len(parts) {
+			var err error
+			digits := strings.TrimRightFunc(parts[i], func(r rune) bool { return r < '0' || r > '9' })
+			if n, err = strconv.Atoi(digits); err != nil {
+				return false, false
+			}
+		}
+		if n != w {
+			return n > w, true
+		}
+	}
+	return true, true
+}
+
+// kerasFunctionName returns the callable a config entry names: Keras 3
+// writes {"module": m, "class_name": "function", "config": name}, Keras 2
+// Lambda configs {"function": name, "module": m}, and any object is its
+// class_name or registered_name.
+func kerasFunctionName(x map[string]any, key string) string {
+	str := func(k string) string { s, _ := x[k].(string); return s }
+	switch key {
+	case "fn_module":
+		for _, k := range []string{"fn", "fn_name", "function"} {
+			if s := str(k); s != "" {
+				return s
+			}
+		}
+	case "output_shape_module":
+		return str("output_shape")
+	}
+	if cls := str("class_name"); cls == "function" {
+		return str("config")
+	} else if cls != "" {
+		return cls
+	}
+	if f := str("function"); f != "" {
+		return f
+	}
+	return str("registered_name")
+}
+
+// lambdaBytecodeNames lists the names a Lambda layer's marshalled code
+// object holds that reach the interpreter (os, system, __import__, eval…):
+// the strings of a marshal stream are typed and length-prefixed.
+func lambdaBytecodeNames(code string) []string {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(code))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	add := func(s []byte) {
+		n := string(s)
+		if !isIdent(n) || slices.Contains(out, n) || len(out) >= 8 {
+			return
+		}
+		if pyModules[n] || pyRunners[n] || n == "__import__" || n == "getattr" || n == "open" || n == "compile" {
+			out = append(out, n)
+		}
+	}
+	for i := 0; i+1 < len(raw); i++ {
+		switch raw[i] &^ 0x80 { // FLAG_REF
+		case 'z', 'Z': // short ASCII
+			if n := int(raw[i+1]); i+2+n <= len(raw) {
+				add(raw[i+2 : i+2+n])
+			}
+		case 'a', 'A', 'u', 't': // ASCII, unicode, interned: 4-byte length
+			if i+5 <= len(raw) {
+				if n := int(binary.LittleEndian.Uint32(raw[i+1:])); n <= 64 && i+5+n <= len(raw) {
+					add(raw[i+5 : i+5+n])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// moduleName reports whether s reads as a dotted Python module name.
+func moduleName(s string) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for _, part := range strings.Split(s, ".") {
+		if !isIdent(part) {
+			return false
+		}
+	}
+	return true
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // kerasConfig walks a Keras config at every depth (a Lambda nested in a
-// sub-model escapes scanners that only read the top-level layers).
-func (sc *scan) kerasConfig(p place, v any, h5 bool) {
+// sub-model escapes scanners that only read the top-level layers). version
+// is the Keras version that wrote it, when known.
+func (sc *scan) kerasConfig(p place, v any, h5 bool, version string) {
 	var walk func(v any, where string, depth int)
 	walk = func(v any, where string, depth int) {
 		if depth > 64 {
@@ -98,51 +262,171 @@ func (sc *scan) kerasConfig(p place, v any, h5 bool) {
 		case map[string]any:
 			cls, _ := x["class_name"].(string)
 			name := where
-			if cfg, ok := x["config"].(map[string]any); ok {
-				if n, ok := cfg["name"].(string); ok {
-					name = n
-				}
+			cfg, _ := x["config"].(map[string]any)
+			if n, ok := cfg["name"].(string); ok {
+				name = n
 			}
-			if cls == "Lambda" {
-				sev := ruleKerasLambda.Severity
-				why := "Keras 3 refuses it in safe mode for .keras files, but older Keras and .h5 files run it on load (CVE-2025-9905)"
-				if h5 {
-					sev = scanners.SeverityCritical
-					why = "Keras loads .h5 Lambda layers without honouring safe_mode (CVE-2025-9905), so the code runs on load"
-				}
-				sc.add(ruleKerasLambda, sev,
-					fmt.Sprintf("Keras model%s has a Lambda layer %q: its function is stored as Python bytecode or a function reference; %s. %s", p.in(), name, why, ruleKerasLambda.Fix),
-					"Lambda layer "+name)
+			switch cls {
+			case "Lambda":
+				sc.kerasLambda(p, name, cfg, h5, version)
+			case "TorchModuleWrapper":
+				sc.kerasTorchWrapper(p, name, cfg, version)
 			}
-			if mod, ok := x["module"].(string); ok && mod != "" && !kerasModule(mod) {
-				attr := cls
-				if cls == "function" {
-					if c, ok := x["config"].(string); ok {
-						attr = c
-					}
+			sc.kerasGadgets(p, x, name, version)
+			for _, key := range []string{"module", "fn_module", "output_shape_module"} {
+				mod, ok := x[key].(string)
+				if !ok || !moduleName(mod) || kerasModule(mod) {
+					continue // not a module name (TorchModuleWrapper keeps its pickle under "module")
 				}
-				if reg, ok := x["registered_name"].(string); ok && attr == "" {
-					attr = reg
-				}
+				attr := kerasFunctionName(x, key)
 				v := sc.s.cls.classify(mod, attr)
 				switch v.tier {
 				case tierDangerous:
 					sc.add(ruleKerasModule, scanners.SeverityCritical,
-						fmt.Sprintf("Keras config%s imports %s.%s (in %q): %s; Keras imports config modules on load (CVE-2025-1550). %s", p.in(), mod, attr, name, v.why, ruleKerasModule.Fix),
+						fmt.Sprintf("Keras config%s imports %s.%s (%s, in %q): %s; Keras imports config modules on load and calls what they name (CVE-2025-1550). %s", p.in(), mod, attr, key, name, v.why, ruleKerasModule.Fix),
 						fmt.Sprintf("module %s, name %s", mod, attr))
 				case tierUnknown:
 					sc.add(ruleKerasModule, scanners.SeverityMedium,
-						fmt.Sprintf("Keras config%s imports the custom object %s.%s (in %q) from outside Keras: loading the model imports that module and runs its code. %s", p.in(), mod, attr, name, ruleKerasModule.Fix),
+						fmt.Sprintf("Keras config%s imports the custom object %s.%s (%s, in %q) from outside Keras: loading the model imports that module and runs its code. %s", p.in(), mod, attr, key, name, ruleKerasModule.Fix),
 						fmt.Sprintf("module %s, name %s", mod, attr))
 				}
 			}
-			for k, e := range x {
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
 				if k == "class_name" || k == "module" {
 					continue
 				}
-				walk(e, name, depth+1)
+				walk(x[k], name, depth+1)
 			}
 		}
 	}
 	walk(v, "", 0)
+}
+
+// kerasLambda reports a Lambda layer. Keras 3 refuses a Lambda whose
+// function is Python bytecode when a .keras file is loaded with safe_mode
+// (the default since 3.0); .h5 files do not honour safe_mode
+// (CVE-2025-9905), Keras 2 has no such check, and anyone may load with
+// safe_mode=False. A function reference ({"module": "builtins", "config":
+// "exec"}) is judged by the module check.
+func (sc *scan) kerasLambda(p place, name string, cfg map[string]any, h5 bool, version string) {
+	code := ""
+	switch f := cfg["function"].(type) {
+	case map[string]any:
+		if c, ok := f["config"].(map[string]any); ok && f["class_name"] == "__lambda__" {
+			code, _ = c["code"].(string)
+		}
+	case []any: // Keras 2: [code, defaults, closure]
+		if len(f) > 0 {
+			code, _ = f[0].(string)
+		}
+	}
+	names := ""
+	if ns := lambdaBytecodeNames(code); len(ns) > 0 {
+		names = " Its bytecode names " + strings.Join(ns, ", ") + "."
+	}
+	sev := ruleKerasLambda.Severity
+	var why string
+	refuses, known := kerasAtLeast(version, 3, 0, 0)
+	switch {
+	case h5:
+		sev = scanners.SeverityCritical
+		why = "Keras loads .h5 Lambda layers without honouring safe_mode (CVE-2025-9905), so the code runs on load"
+	case refuses:
+		why = fmt.Sprintf("the file says Keras %s wrote it, and Keras 3 refuses a Lambda layer's bytecode when loading with safe_mode=True (the default), so it runs only with safe_mode=False, under Keras 2 (tf.keras), or through a safe_mode bypass (CVE-2025-9906)", version)
+	case known:
+		why = fmt.Sprintf("the file says Keras %s wrote it, which has no safe_mode refusal for it: it runs on load", version)
+	default:
+		why = "metadata.json gives no Keras version: Keras 3 refuses it in safe mode, older Keras runs it on load"
+	}
+	sc.add(ruleKerasLambda, sev,
+		fmt.Sprintf("Keras model%s has a Lambda layer %q: its function is stored as Python bytecode or a function reference; %s.%s %s", p.in(), name, why, names, ruleKerasLambda.Fix),
+		"Lambda layer "+name)
+}
+
+// kerasTorchWrapper reports a TorchModuleWrapper layer: Keras 3.11.0 to
+// 3.11.2 rebuild its module with torch.load(weights_only=False) even in
+// safe mode (CVE-2025-49655); 3.11.3 refuses it in safe mode. The module
+// is kept base64-encoded in the config and is scanned as the PyTorch file
+// it is.
+func (sc *scan) kerasTorchWrapper(p place, name string, cfg map[string]any, version string) {
+	fixed, known := kerasAtLeast(version, 3, 11, 3)
+	sev, why := scanners.SeverityCritical, "Keras 3.11.0 to 3.11.2 unpickle it with torch.load(weights_only=False) even with safe_mode=True (CVE-2025-49655), and metadata.json does not say a fixed Keras wrote it"
+	if fixed {
+		sev, why = scanners.SeverityHigh, fmt.Sprintf("Keras %s refuses it in safe mode, but loading with safe_mode=False unpickles it with torch.load(weights_only=False) (CVE-2025-49655)", version)
+	} else if known {
+		why = fmt.Sprintf("the file says Keras %s wrote it; Keras 3.11.0 to 3.11.2 unpickle it with torch.load(weights_only=False) even with safe_mode=True (CVE-2025-49655)", version)
+	}
+	sc.add(ruleKerasModule, sev,
+		fmt.Sprintf("Keras model%s has a TorchModuleWrapper layer %q: its PyTorch module is a pickle stored in the config; %s. %s", p.in(), name, why, ruleKerasModule.Fix),
+		"TorchModuleWrapper layer "+name)
+	if m, ok := cfg["module"].(string); ok {
+		if raw, err := base64.StdEncoding.DecodeString(m); err == nil && len(raw) > 0 {
+			sc.content(p.child(fmt.Sprintf("(TorchModuleWrapper %q module, base64)", name)), bytes.NewReader(raw), int64(len(raw)), "module.pt", 1)
+		}
+	}
+}
+
+// kerasGadgets reports config entries that call Keras's own functions
+// against the safe_mode design: keras.utils.get_file downloads a URL or
+// writes a path outside the model (CVE-2025-8747, Keras 3.0.0 to 3.10.0),
+// and keras.config.enable_unsafe_deserialization turns safe mode off for
+// the rest of the load (CVE-2025-9906, fixed in 3.11.0).
+func (sc *scan) kerasGadgets(p place, x map[string]any, name, version string) {
+	mod, _ := x["module"].(string)
+	fn := kerasFunctionName(x, "module")
+	reg, _ := x["registered_name"].(string)
+	is := func(f string) bool {
+		return fn == f || strings.HasSuffix(fn, "."+f) || reg == f || strings.HasSuffix(reg, "."+f) || strings.HasSuffix(reg, ">"+f)
+	}
+	fixed, _ := kerasAtLeast(version, 3, 11, 0)
+	after := ""
+	if fixed {
+		after = fmt.Sprintf(" The file says Keras %s wrote it, which refuses this in safe mode; loading with safe_mode=False still runs it.", version)
+	}
+	if mod != "" && !kerasModule(mod) {
+		return
+	}
+	switch {
+	case is("enable_unsafe_deserialization"):
+		sev := scanners.SeverityCritical
+		if fixed {
+			sev = scanners.SeverityHigh
+		}
+		sc.add(ruleKerasModule, sev,
+			fmt.Sprintf("Keras config%s calls keras.config.enable_unsafe_deserialization (in %q): loading the model turns safe mode off for everything after it, so Lambda bytecode and arbitrary modules then run (CVE-2025-9906).%s %s", p.in(), name, after, ruleKerasModule.Fix),
+			"enable_unsafe_deserialization in "+name)
+	case is("get_file"):
+		cfg, _ := x["config"].(map[string]any)
+		var outside []string
+		for _, k := range []string{"origin", "fname", "cache_dir", "cache_subdir", "file_hash"} {
+			s, _ := cfg[k].(string)
+			if s == "" {
+				continue
+			}
+			if strings.Contains(s, "://") {
+				outside = append(outside, fmt.Sprintf("%s %q (a URL)", k, s))
+			} else if bad, why := escapes(s); bad || strings.HasPrefix(s, "~") {
+				if why == "" {
+					why = "is in a home directory"
+				}
+				outside = append(outside, fmt.Sprintf("%s %q (%s)", k, s, why))
+			}
+		}
+		sev := scanners.SeverityHigh
+		what := "with arguments mlwarden could not read"
+		if len(outside) > 0 {
+			what = "with " + strings.Join(outside, ", ")
+			if !fixed {
+				sev = scanners.SeverityCritical
+			}
+		}
+		sc.add(ruleKerasModule, sev,
+			fmt.Sprintf("Keras config%s calls keras.utils.get_file (in %q) %s: loading the model downloads a file and writes it where the config says, outside the model, which overwrites code or configuration that runs later; Keras 3.0.0 to 3.10.0 allow it in safe mode (CVE-2025-8747).%s %s", p.in(), name, what, after, ruleKerasModule.Fix),
+			"get_file in "+name)
+	}
 }

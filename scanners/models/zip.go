@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/mlwarden/mlwarden/scanners"
 )
 
 // Why our own zip reader and not archive/zip: a checkpoint must be read the
@@ -268,8 +270,9 @@ func (e *zipEntry) openDict(ra io.ReaderAt, maxDict int64) (io.ReadCloser, error
 
 // zipLayout says what kind of zip this is from its names.
 type zipLayout struct {
-	torchPrefix string // "archive" for archive/data.pkl
-	keras       bool   // config.json + metadata.json or model.weights.h5 at the root
+	torchPrefix  string // "archive" for archive/data.pkl
+	keras        bool   // config.json + metadata.json or model.weights.h5 at the root
+	kerasVersion string // metadata.json's keras_version
 }
 
 func layoutOf(es []zipEntry) zipLayout {
@@ -303,6 +306,20 @@ func (sc *scan) zip(p place, ra io.ReaderAt, size int64, depth int) {
 		}
 	}
 	lay := layoutOf(es)
+	if lay.keras {
+		// The version decides how a Lambda or TorchModuleWrapper is judged:
+		// read metadata.json before config.json, whatever their order.
+		for i := range es {
+			md := es[i] // a copy: the walk below checks its local header
+			if md.name == "metadata.json" && readLocal(ra, size, &md) == nil {
+				if rc, err := md.openDict(ra, sc.s.lim.MaxDict); err == nil {
+					data, _ := io.ReadAll(io.LimitReader(rc, 1<<20))
+					rc.Close()
+					lay.kerasVersion = kerasMetadataVersion(data)
+				}
+			}
+		}
+	}
 	seen := map[string]int{}
 	for i := range es {
 		e := &es[i]
@@ -336,9 +353,20 @@ func (sc *scan) zip(p place, ra io.ReaderAt, size int64, depth int) {
 					"local name "+e.localName)
 			}
 		}
-		if e.flags&0x61 != 0 {
+		if e.flags&0x20 != 0 {
 			sc.add(ruleArchive, ruleArchive.Severity,
-				fmt.Sprintf("Zip entry %q%s has general-purpose flag bits 0x%04x (encryption/patched/strong-encryption) that make Python's zipfile refuse it while other readers may load it (CVE-2025-1945). %s", e.name, p.in(), e.flags&0x61, ruleArchive.Fix),
+				fmt.Sprintf("Zip entry %q%s has general-purpose flag bit 0x0020 (compressed patched data), which makes Python's zipfile refuse it while other readers may load it (CVE-2025-1945). %s", e.name, p.in(), ruleArchive.Fix),
+				fmt.Sprintf("flags 0x%04x on %s", e.flags, e.name))
+		}
+		if e.flags&0x41 != 0 || e.method == 99 {
+			if how, enc := encryptedMember(ra, e, sc.s.lim.MaxDict); enc {
+				sc.add(ruleUnscannable, scanners.SeverityMedium,
+					fmt.Sprintf("Zip entry %q%s is encrypted (%s): encrypted member not scanned. torch.load, np.load and Python's zipfile cannot read it without the password; whoever extracts it with the password gets content mlwarden did not see. Scan it once decrypted, or obtain the model unencrypted.", e.name, p.in(), how),
+					"encrypted member "+e.name+" ("+how+")")
+				continue
+			}
+			sc.add(ruleArchive, ruleArchive.Severity,
+				fmt.Sprintf("Zip entry %q%s sets the encryption flag bits 0x%04x but its data is not encrypted: Python's zipfile refuses it while other readers load it (CVE-2025-1945). It was scanned. %s", e.name, p.in(), e.flags&0x41, ruleArchive.Fix),
 				fmt.Sprintf("flags 0x%04x on %s", e.flags, e.name))
 		}
 		if lay.torchPrefix != "" && strings.HasPrefix(e.name, lay.torchPrefix+"/data/") {
@@ -369,7 +397,7 @@ func (sc *scan) zipMember(p place, ra io.ReaderAt, e *zipEntry, lay zipLayout, d
 	}
 	if lay.keras && (e.name == "config.json" || e.name == "metadata.json") {
 		data, _ := io.ReadAll(io.LimitReader(rc, 64<<20))
-		sc.kerasJSON(mp, data)
+		sc.kerasJSON(mp, data, lay.kerasVersion)
 		return
 	}
 	var src io.Reader = rc
@@ -410,4 +438,35 @@ func (c *countingReader) Read(b []byte) (int, error) {
 		c.err = err
 	}
 	return n, err
+}
+
+// encryptedMember tells a member that is really encrypted from one whose
+// encryption flag is a trick (CVE-2025-1945: the flag makes Python's
+// zipfile refuse a plain member that PyTorch's reader loads). AES members
+// (WinZip AE-1/AE-2) say so by method 99. For the flag bits (0x0001
+// traditional ZipCrypto, 0x0040 strong encryption) the data decides: a
+// member whose first bytes, read plain (decompressed when deflated), are in
+// a format mlwarden knows is not encrypted; encrypted data starts with a
+// 12-byte random header (ZipCrypto) or a decryption header, which neither
+// decompresses nor looks like a model. how names the scheme.
+func encryptedMember(ra io.ReaderAt, e *zipEntry, maxDict int64) (how string, enc bool) {
+	switch {
+	case e.method == 99:
+		return "WinZip AES", true
+	case e.flags&0x40 != 0:
+		how = "PKWARE strong encryption"
+	default:
+		how = "ZipCrypto"
+	}
+	rc, err := e.openDict(ra, maxDict)
+	if err != nil {
+		return how, true
+	}
+	defer rc.Close()
+	head := make([]byte, 8<<10)
+	n, _ := io.ReadFull(rc, head)
+	if n == 0 {
+		return how, e.csize > 0
+	}
+	return how, sniff(head[:n], int64(e.usize), e.name) == fmtUnknown
 }
