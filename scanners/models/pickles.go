@@ -72,7 +72,9 @@ func (sc *scan) pickle(p place, r io.Reader, mode pickleMode, _ io.ReaderAt) *pi
 	if sc.s.strings == nil {
 		strs = nil
 	}
-	w := pickle.NewWalker(io.TeeReader(r, raw), lim, pickle.Hooks{AfterBuild: joblibArray, Nested: nested, Strings: strs})
+	constant := func(off int64, kind pickle.Kind, data string) { sc.nestedConstant(p, off, kind, data) }
+	call := func(w *pickle.Walker, g int, args *pickle.Value, _ int64) { sc.codeCall(p, w, g, args) }
+	w := pickle.NewWalker(io.TeeReader(r, raw), lim, pickle.Hooks{AfterBuild: joblibArray, Nested: nested, Strings: strs, Constant: constant, Call: call})
 	res := w.Run()
 	sc.reportPickle(p, res, raw.Bytes(), mode)
 	return res

@@ -7,6 +7,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/mlwarden/mlwarden/scanners"
 )
 
 // TensorFlow ops that run Python or touch the file system (modelscan's and
@@ -198,6 +200,9 @@ func (sc *scan) protobuf(p place, ra io.ReaderAt, size int64, name string) {
 		return true
 	}
 	walk(0, size, 0)
+	if onnx {
+		sc.onnxCustomOps(p, r, size)
+	}
 	if budget <= 0 {
 		sc.limit("protobuf field limit", p, fmt.Sprintf("Protobuf model%s has more than %d fields to walk: the rest were not walked.", p.in(), sc.s.lim.MaxSearch/64))
 	}
@@ -224,4 +229,119 @@ func escapes(loc string) (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// onnxStdDomains are the operator domains ONNX and ONNX Runtime implement
+// natively (ONNX Runtime's contrib, NCHWc and experimental kernels, the
+// ATen fallback PyTorch's exporter writes).
+var onnxStdDomains = map[string]bool{
+	"": true, "ai.onnx": true, "ai.onnx.ml": true, "ai.onnx.training": true, "ai.onnx.preview.training": true,
+	"com.microsoft": true, "com.microsoft.nchwc": true, "com.microsoft.experimental": true,
+	"com.ms.internal.nhwc": true, "org.pytorch.aten": true,
+}
+
+// onnxPython reports whether an op in a custom domain names Python
+// execution: onnxruntime-extensions' PyOp/PyCustomOp, PyFunc-like names,
+// or a domain that says Python.
+func onnxPython(domain, op string) bool {
+	o, d := strings.ToLower(op), strings.ToLower(domain)
+	switch o {
+	case "pyop", "pycustomop", "pyfunc", "pyfunction", "pythonop", "python", "pycall", "eagerpyfunc", "pyfuncstateless", "exec", "eval", "script", "pyscript":
+		return true
+	}
+	return strings.Contains(d, "python") || strings.Contains(d, "pyop") || strings.HasPrefix(o, "pyop") || strings.HasPrefix(o, "python")
+}
+
+// onnxCustomOps reports nodes in custom operator domains. Such a node runs
+// whatever kernel the runtime has registered under that name: a native
+// custom-op library or, with onnxruntime-extensions, a Python function
+// (PyOp) — code outside the model that the model chooses to call. ONNX
+// reads the model as ModelProto: graph (7) and local functions (25); a
+// GraphProto's nodes (1); a NodeProto's op_type (4), domain (7) and
+// attributes (5), whose graphs (g 6, graphs 11) hold the subgraphs of If,
+// Loop and Scan. A node that calls one of the model's own functions
+// (FunctionProto domain 10, name 1) is not a custom op.
+func (sc *scan) onnxCustomOps(p place, r *pbReader, size int64) {
+	budget := sc.s.lim.MaxSearch / 64
+	local := map[string]bool{}
+	type op struct{ domain, name string }
+	count := map[op]int{}
+	var order []op
+	str := func(f pbField) string {
+		if f.wt != 2 || f.n > 4096 {
+			return ""
+		}
+		return string(r.bytes(f.off, f.n))
+	}
+	var graph func(off, end int64, depth int)
+	node := func(off, end int64, depth int) {
+		var o op
+		r.each(off, end, &budget, func(f pbField) {
+			switch f.num {
+			case 4:
+				o.name = str(f)
+			case 7:
+				o.domain = str(f)
+			case 5: // AttributeProto
+				if f.wt == 2 && depth < 32 {
+					r.each(f.off, f.off+f.n, &budget, func(a pbField) {
+						if (a.num == 6 || a.num == 11) && a.wt == 2 {
+							graph(a.off, a.off+a.n, depth+1)
+						}
+					})
+				}
+			}
+		})
+		if !onnxStdDomains[o.domain] && !local[o.domain+"\x00"+o.name] {
+			if count[o] == 0 {
+				order = append(order, o)
+			}
+			count[o]++
+		}
+	}
+	graph = func(off, end int64, depth int) {
+		r.each(off, end, &budget, func(f pbField) {
+			if f.num == 1 && f.wt == 2 {
+				node(f.off, f.off+f.n, depth)
+			}
+		})
+	}
+	r.each(0, size, &budget, func(f pbField) {
+		if f.num == 25 && f.wt == 2 {
+			var d, n string
+			r.each(f.off, f.off+f.n, &budget, func(g pbField) {
+				switch g.num {
+				case 1:
+					n = str(g)
+				case 10:
+					d = str(g)
+				}
+			})
+			local[d+"\x00"+n] = true
+		}
+	})
+	r.each(0, size, &budget, func(f pbField) {
+		switch {
+		case f.num == 7 && f.wt == 2:
+			graph(f.off, f.off+f.n, 0)
+		case f.num == 25 && f.wt == 2:
+			r.each(f.off, f.off+f.n, &budget, func(g pbField) {
+				if g.num == 7 && g.wt == 2 {
+					node(g.off, g.off+g.n, 0)
+				}
+			})
+		}
+	})
+	for _, o := range order {
+		sev, why := scanners.SeverityMedium, "it runs whatever kernel the runtime registered under that name, a native custom-op library or a Python function, which is code outside the model that you must trust"
+		if onnxPython(o.domain, o.name) {
+			sev, why = scanners.SeverityHigh, "its name says Python execution: onnxruntime-extensions runs PyOp nodes as Python functions registered in the loading process, so the model decides which Python code runs"
+		}
+		sc.add(ruleONNXCustomOp, sev,
+			fmt.Sprintf("ONNX model%s has %d node(s) with op %q in the custom domain %q: %s. %s", p.in(), count[o], o.name, o.domain, why, ruleONNXCustomOp.Fix),
+			fmt.Sprintf("op %s in domain %s (%d nodes)", o.name, o.domain, count[o]))
+	}
+	if budget <= 0 {
+		sc.limit("protobuf field limit", p, fmt.Sprintf("Protobuf model%s has more than %d fields to walk: the rest were not walked.", p.in(), sc.s.lim.MaxSearch/64))
+	}
 }

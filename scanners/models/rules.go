@@ -61,6 +61,14 @@ var (
 		"ONNX external data points outside the model directory",
 		"An external-data location that is absolute or climbs out with .. makes onnx.load read (or onnx.save write) files outside the model (CVE-2022-25882, CVE-2024-27318, CVE-2025-51480).",
 		"Keep external data files next to the model with plain relative names.")
+	ruleEmbeddedCode = rule("embedded-code", scanners.SeverityCritical,
+		"Python code hidden in a model imports or calls dangerous functions",
+		"Source code inside a model (the argument of an exec() a pickle calls, often base64- or hex-encoded, or a string in safetensors metadata) runs with the loader's rights once it is evaluated.",
+		fixPickle)
+	ruleONNXCustomOp = rule("onnx-custom-op", scanners.SeverityMedium,
+		"ONNX model calls operators from a custom domain",
+		"Nodes outside the standard ONNX and ONNX Runtime domains run kernels registered by a custom-op library; onnxruntime-extensions (ai.onnx.contrib) runs PyOp nodes as Python functions of the loading process.",
+		"Load the model only with custom-op libraries you have reviewed, or re-export it with standard operators.")
 	ruleGGUFTemplate = rule("gguf-template-injection", scanners.SeverityCritical,
 		"GGUF chat template reaches Python internals",
 		"Chat templates are Jinja2 rendered by the runtime; a template walking __class__, __globals__, __subclasses__ and the like, or the attributes of Jinja's globals, escapes to Python (CVE-2024-34359).",
@@ -82,5 +90,5 @@ var (
 var allRules = []scanners.Rule{
 	ruleDangerous, ruleUnknown, ruleDynamic, ruleExtension, ruleMalformed, ruleTrailing,
 	ruleArchive, ruleUnscannable, ruleNumpyObject, ruleKerasLambda, ruleKerasModule, ruleTFOp,
-	ruleONNXPath, ruleGGUFTemplate, ruleGGUFMalformed, ruleSafetensors, ruleChatTemplate,
+	ruleONNXPath, ruleGGUFTemplate, ruleGGUFMalformed, ruleSafetensors, ruleChatTemplate, ruleONNXCustomOp, ruleEmbeddedCode,
 }

@@ -10,6 +10,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/mlwarden/mlwarden/scanners"
 )
 
 // Element sizes in bits of the safetensors dtypes.
@@ -88,6 +90,7 @@ func (sc *scan) safetensors(p place, ra io.ReaderAt, size int64) {
 			sort.Strings(keys)
 			for _, mk := range keys {
 				fmt.Fprintf(&b, "%s: %s\n", mk, md[mk])
+				sc.metadataValue(p, mk, md[mk])
 			}
 			sc.strings(p, "safetensors __metadata__", []byte(b.String()))
 			continue
@@ -220,5 +223,29 @@ func skipJSON(dec *json.Decoder) error {
 		if depth == 0 {
 			return nil
 		}
+	}
+}
+
+// metadataValue looks inside one __metadata__ string: safetensors never
+// evaluates it, so a pickle or code there is a payload waiting for a
+// loader that does (or a stage of a larger attack). A pickle (raw or
+// encoded) is walked; Python source (raw or encoded) that imports or calls
+// dangerous functions is reported, high.
+func (sc *scan) metadataValue(p place, key, v string) {
+	where := fmt.Sprintf("safetensors __metadata__ %q", key)
+	if len(v) >= 4 && sniff([]byte(v), int64(len(v)), "") == fmtPickle {
+		sc.nestedPayload(p, where, payload{steps: []string{""}, data: []byte(v), f: fmtPickle})
+		return
+	}
+	if pl, ok := unwrap([]byte(v)); ok {
+		if pl.f != fmtUnknown {
+			sc.nestedPayload(p, fmt.Sprintf("%s in %s", pl.steps[0], where), pl)
+			return
+		}
+		sc.source(p, fmt.Sprintf("the %s-decoded value of %s", strings.Join(pl.steps, " → "), where), string(pl.data), scanners.SeverityHigh, 0)
+		return
+	}
+	if _, _, statements := sourceRefs(v); statements {
+		sc.source(p, "the value of "+where, v, scanners.SeverityHigh, 0)
 	}
 }

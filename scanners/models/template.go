@@ -1006,6 +1006,11 @@ func (sc *scan) chatTemplate(p place, r scanners.Rule, where, src string, modelf
 	if limited {
 		sc.limit("template evaluation limit", p, fmt.Sprintf("Chat template in %s%s folds more than %d MiB of strings: the strings built past that were not followed to the attributes they may name.", where, p.in(), templateMaxWork>>20))
 	}
+	if modelfile {
+		// A Go template's actions ({{ range .Messages }}, {{ .System }})
+		// read oddly as Jinja: keep only what names Python internals.
+		hits = slices.DeleteFunc(hits, func(h templateHit) bool { return h.sev < scanners.SeverityCritical })
+	}
 	for i, h := range hits {
 		if i == maxTemplateHits {
 			sc.add(r, hits[i].sev, fmt.Sprintf("Chat template in %s%s: %d more gadgets, not listed one by one. %s", where, p.in(), len(hits)-i, r.Fix), fmt.Sprintf("%d more", len(hits)-i))

@@ -166,6 +166,17 @@ type Hooks struct {
 	// is itself a pickle (whole up to Limits.MaxString), instead of keeping
 	// at most 16 of them in Result.Nested.
 	Nested func(off int64, data string)
+	// Constant, when set, is called with every string or bytes constant of
+	// at least 16 bytes that is not itself a pickle (whole up to
+	// Limits.MaxString): a caller looks for pickles and code encoded in it
+	// (base64, hex, compressed).
+	Constant func(off int64, kind Kind, data string)
+	// Call, when set, is called at every call opcode (REDUCE, NEWOBJ,
+	// NEWOBJ_EX, OBJ, INST) whose callable comes from global g (its index
+	// in Result.Globals), with the call's arguments (a KTuple). String
+	// values carry their offset in Int, so that a caller can say where a
+	// constant that reaches exec() is.
+	Call func(w *Walker, g int, args *Value, off int64)
 	// Strings, when set, is handed Result.Strings each time they reach
 	// Limits.MaxStringsBytes, and they are cleared: every string is seen,
 	// with bounded memory. What is left at the end stays in Result.Strings.
@@ -223,6 +234,7 @@ type Value struct {
 	Kind Kind
 	Int  int64
 	Str  string
+	// Int is an integer's value, and a string or bytes constant's offset.
 	// Items of a tuple or list (at most maxItems), or keys and values
 	// alternating for a dict.
 	Items []*Value
@@ -625,12 +637,14 @@ func (w *Walker) strValue(off int64, k Kind, s string) *Value {
 		} else if len(w.res.Nested) < 16 {
 			w.res.Nested = append(w.res.Nested, String{Offset: off, Value: s})
 		}
+	} else if len(s) >= 16 && w.hooks.Constant != nil {
+		w.hooks.Constant(off, k, s)
 	}
 	w.keepString(off, s)
 	if len(s) > 4096 && k == KBytes {
 		s = s[:4096] // only the head of large bytes is ever looked at
 	}
-	return w.val(Value{Kind: k, Str: s, Global: -1})
+	return w.val(Value{Kind: k, Str: s, Int: off, Global: -1})
 }
 
 func (w *Walker) addGlobal(off int64, op, module, name string, dynamic bool) *Value {
@@ -661,6 +675,9 @@ func (w *Walker) call(off int64, callable, args *Value) *Value {
 		gl := &w.res.Globals[g]
 		if len(gl.Calls) < 16 {
 			gl.Calls = append(gl.Calls, off)
+		}
+		if w.hooks.Call != nil {
+			w.hooks.Call(w, g, args, off)
 		}
 	}
 	return w.val(Value{Kind: KObject, Global: g, Args: args})
@@ -731,7 +748,7 @@ func (w *Walker) memoPut(off int64, key uint64, v *Value) error {
 			// Long strings are only ever compared as module and attribute
 			// names (STACK_GLOBAL operands) or sniffed: keep their head.
 			if len(v.Str) > leanString {
-				v = &Value{Kind: v.Kind, Str: strings.Clone(v.Str[:leanString]), Global: -1}
+				v = &Value{Kind: v.Kind, Str: strings.Clone(v.Str[:leanString]), Int: v.Int, Global: -1}
 			}
 		case KObject:
 			// Keep small argument tuples (numpy.dtype('f8', False, True),
