@@ -15,7 +15,7 @@ import (
 
 // seed adds every fixture whose name matches one of the suffixes.
 func seed(f *testing.F, suffixes ...string) {
-	dirs := []string{filepath.Join(fixtures, "benign"), filepath.Join(fixtures, "malicious"), filepath.Join(fixtures, "bypass"),
+	dirs := []string{filepath.Join(fixtures, "benign"), filepath.Join(fixtures, "malicious"), filepath.Join(fixtures, "bypass"), filepath.Join(fixtures, "odd"),
 		joblibTestData} // files of old joblib releases, where installed
 	for _, dir := range dirs {
 		filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
@@ -153,5 +153,26 @@ func FuzzTemplate(f *testing.F) {
 				t.Fatalf("bad hit %+v in %q", h, src)
 			}
 		}
+	})
+}
+
+// FuzzSource feeds Python source to the tokenizer and the import and call
+// resolution, and any bytes to the peeling of encodings.
+func FuzzSource(f *testing.F) {
+	for _, s := range []string{
+		"import os as o\no.system('true')\n", "from subprocess import call as c; c(['x'])",
+		"__import__('os').popen('id').read()", "getattr(os, 'system')('x')", `exec(base64.b64decode("aW1wb3J0IG9z"))`,
+		`x = '''a` + "\n" + `'''; y = r'\\'; z = b"\x00"`, "import a.b.c, d as e", "eJzLSM3JyQcABiwCFQ==", "7a6c6962",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		refs, _, _ := sourceRefs(src)
+		for _, r := range refs {
+			if r.module == "" && r.name == "" {
+				t.Fatalf("empty ref in %q", src)
+			}
+		}
+		unwrap([]byte(src))
 	})
 }

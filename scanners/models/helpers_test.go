@@ -64,7 +64,7 @@ func TestDump(t *testing.T) {
 		t.Skip("set MODELS_DUMP=1 to print every fixture's findings")
 	}
 	s := New()
-	for _, dir := range []string{"benign", "malicious", "bypass"} {
+	for _, dir := range []string{"benign", "malicious", "bypass", "odd"} {
 		for _, p := range walkFixtures(t, dir) {
 			fs, wanted := scanFile(t, s, p)
 			t.Logf("== %s wanted=%v findings=%d", p, wanted, len(fs))
