@@ -89,8 +89,11 @@ func TestFSSkipDirNotWalked(t *testing.T) {
 		if skip {
 			want = 1
 		}
-		if prog.wantItems != want || prog.scanned != want {
-			t.Errorf("skip=%v: progress expected %d files, scanned %d; want %d", skip, prog.wantItems, prog.scanned, want)
+		// The count ahead is best effort: it stops when the walk itself is
+		// over, so it may have counted fewer, never more (never the
+		// skipped ones).
+		if prog.wantItems > want || prog.scanned != want {
+			t.Errorf("skip=%v: progress expected %d files, scanned %d; want at most %d expected and %d scanned", skip, prog.wantItems, prog.scanned, want, want)
 		}
 	}
 }
