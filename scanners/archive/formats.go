@@ -18,6 +18,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/ulikunitz/xz"
+	"github.com/ulikunitz/xz/lzma"
 
 	"github.com/mlwarden/mlwarden/scanners/models"
 )
@@ -133,8 +134,10 @@ func (w *walk) decompressor(k kind, r io.Reader) (io.Reader, error) {
 	case kindBzip2:
 		return bzip2.NewReader(r), nil
 	case kindXz:
-		// Only after checkXz (the reader allocates what a block states).
-		return xz.ReaderConfig{DictCap: int(min(w.x.o.MaxDict, 1<<31))}.NewReader(r)
+		// Only after checkXz: the reader allocates the larger of DictCap
+		// and what a block header states, which checkXz bounds; a DictCap
+		// of MaxDict would allocate that much for every stream.
+		return xz.ReaderConfig{DictCap: lzma.MinDictCap}.NewReader(r)
 	case kindZstd:
 		d, err := zstd.NewReader(r, zstd.WithDecoderMaxWindow(uint64(w.x.o.MaxDict)), zstd.WithDecoderMaxMemory(uint64(w.x.o.MaxDict)),
 			zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
