@@ -110,8 +110,8 @@ func TestErrors(t *testing.T) {
 			return "hf:org/custom@" + c, hf.Options{}
 		}, path: "tokenizer.json", want: []string{"the server does not honour byte ranges"}, kept: true},
 		{name: "download limit", setup: func(s *hubtest.Server, c string) (string, hf.Options) {
-			return "hf:org/custom@" + c, hf.Options{DownloadLimit: 40 << 10}
-		}, path: "*", want: []string{"not downloaded:", "would take this target past --download-limit 40.0 KiB"}, kept: true},
+			return "hf:org/custom@" + c, hf.Options{DownloadLimit: 64 << 10}
+		}, path: "*", want: []string{"not downloaded:", "would take this target past --download-limit 64.0 KiB"}, kept: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -156,7 +156,7 @@ func TestErrors(t *testing.T) {
 			if !equalDurations(sl.d, c.waits) {
 				t.Errorf("waits %v, want %v", sl.d, c.waits)
 			}
-			if c.name == "download limit" && !strings.Contains(strings.Join(target(res, ref).Notes, "\n"), "--download-limit 40.0 KiB reached:") {
+			if c.name == "download limit" && !strings.Contains(strings.Join(target(res, ref).Notes, "\n"), "--download-limit 64.0 KiB reached:") {
 				t.Errorf("no note of the limit: %q", target(res, ref).Notes)
 			}
 		})
