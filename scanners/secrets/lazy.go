@@ -40,7 +40,7 @@ type lazyRules struct {
 
 // builtinLazy reads the built-in rules once per process.
 var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
-	base, _, err := readConfig([]byte(config.DefaultConfig))
+	base, _, err := readBuiltin([]byte(config.DefaultConfig))
 	if err != nil {
 		return nil, fmt.Errorf("gitleaks default config: %w", err)
 	}
@@ -48,7 +48,7 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 	if err != nil {
 		return nil, err
 	}
-	ours, ext, err := readConfig(meta.TOML)
+	ours, ext, err := readBuiltin(meta.TOML)
 	if err != nil {
 		return nil, fmt.Errorf("built-in secrets rules: %w", err)
 	}
