@@ -2,6 +2,7 @@ package models
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/mlwarden/mlwarden/rules"
 	"github.com/mlwarden/mlwarden/scanners"
@@ -27,19 +28,47 @@ type verdict struct {
 }
 
 // classifier looks globals up in the pickle rules. It is immutable once
-// built, so a Scanner can share it between goroutines.
+// built (ready), so a Scanner can share it between goroutines.
 type classifier struct {
+	// load, when set, reads the rules at the first ready.
+	load func() (*rules.PickleRules, error)
+	once sync.Once
+	err  error
+
 	dangerous map[string][]rules.PickleEntry
 	safe      map[string]map[string]bool
 	library   map[string]bool
 }
 
 func newClassifier(r *rules.PickleRules) *classifier {
-	c := &classifier{
-		dangerous: map[string][]rules.PickleEntry{},
-		safe:      map[string]map[string]bool{},
-		library:   map[string]bool{},
-	}
+	c := &classifier{}
+	c.fill(r)
+	c.once.Do(func() {})
+	return c
+}
+
+// lazyClassifier reads its rules with load when first used.
+func lazyClassifier(load func() (*rules.PickleRules, error)) *classifier {
+	return &classifier{load: load}
+}
+
+// ready builds the classifier once; it returns the error reading the rules.
+func (c *classifier) ready() error {
+	c.once.Do(func() {
+		r, err := c.load()
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.fill(r)
+	})
+	return c.err
+}
+
+func (c *classifier) fill(r *rules.PickleRules) {
+	c.dangerous = map[string][]rules.PickleEntry{}
+	c.safe = map[string]map[string]bool{}
+	c.library = map[string]bool{}
 	for _, e := range r.Dangerous {
 		c.dangerous[e.Module] = append(c.dangerous[e.Module], e)
 	}
@@ -54,7 +83,6 @@ func newClassifier(r *rules.PickleRules) *classifier {
 	for _, e := range r.Library {
 		c.library[e.Module] = true
 	}
-	return c
 }
 
 // parents returns m and each of its parent packages: a.b.c, a.b, a.
@@ -92,6 +120,7 @@ func (c *classifier) dangerousEntry(module, name string) (rules.PickleEntry, boo
 // module and name, both below the module and on its own, since a module's
 // attribute may be another module.
 func (c *classifier) classify(module, name string) verdict {
+	c.ready() // Scan reports the error; here the rules are then empty
 	if c.safe[module][name] {
 		return verdict{tier: tierSafe}
 	}

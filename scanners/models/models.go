@@ -14,6 +14,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/mlwarden/mlwarden/rules"
@@ -120,6 +121,14 @@ func WithLimits(l Limits) Option {
 	}
 }
 
+// builtinPickle reads the built-in pickle table once per process, when a
+// model file is first scanned: a run that meets none (the per-job sbatch
+// hook, whose secrets check brings the models parsers along for strings)
+// does not parse its YAML.
+var builtinPickle = sync.OnceValues(func() (*rules.PickleRules, error) {
+	return rules.LoadPickle(rules.PickleFS())
+})
+
 // DefaultLimits are the limits New starts from.
 func DefaultLimits() Limits {
 	return Limits{MaxDepth: 4, MaxExpand: 8 << 30, MaxMembers: 100000, MaxInMemory: 32 << 20,
@@ -128,12 +137,7 @@ func DefaultLimits() Limits {
 
 // New returns the models check with the built-in pickle rules.
 func New(opts ...Option) *Scanner {
-	s := &Scanner{lim: DefaultLimits()}
-	if r, err := rules.LoadPickle(rules.PickleFS()); err != nil {
-		s.rulesErr = err
-	} else {
-		s.cls = newClassifier(r)
-	}
+	s := &Scanner{lim: DefaultLimits(), cls: lazyClassifier(builtinPickle)}
 	for _, o := range opts {
 		if o != nil {
 			o(s)
@@ -191,6 +195,9 @@ func modelName(p string) bool {
 func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
 	if s.rulesErr != nil {
 		return nil, fmt.Errorf("models check: %w", s.rulesErr)
+	}
+	if err := s.cls.ready(); err != nil {
+		return nil, fmt.Errorf("models check: %w", err)
 	}
 	sc := &scan{s: s, ctx: ctx, a: a, budget: s.lim.MaxExpand}
 	if !sc.content(place{}, c, c.Size(), a.Path, 0) && modelName(a.Path) && sc.readErr == nil {
