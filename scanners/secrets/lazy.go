@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/zricethezav/gitleaks/v8/report"
 
 	"github.com/mlwarden/mlwarden/rules"
 )
@@ -35,7 +37,38 @@ type lazyRules struct {
 	full func() *detect.Detector // every rule, with decoding
 
 	mu    sync.Mutex
-	cache map[string]*detect.Detector // by the ids compiled
+	cache map[string]*screened // by the ids compiled
+}
+
+// fragmentDetector finds secrets in one fragment: a gitleaks detector, or
+// a screened one.
+type fragmentDetector interface {
+	//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
+	DetectContext(ctx context.Context, f detect.Fragment) []report.Finding
+}
+
+// screened runs a few rules without the global allowlists first, and only
+// when they find something again with them: compiling gitleaks' global
+// allowlist (a few hundred path and stop-word patterns) was most of a
+// clean script's set-up, and an allowlist only ever drops findings, so the
+// two passes find what the allowlisted detector alone finds
+// (TestScreenedAllowlist).
+type screened struct {
+	bare    *detect.Detector
+	allowed func() (*detect.Detector, error)
+}
+
+//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
+func (s *screened) DetectContext(ctx context.Context, f detect.Fragment) []report.Finding {
+	out := s.bare.DetectContext(ctx, f)
+	if len(out) == 0 {
+		return nil
+	}
+	d, err := s.allowed()
+	if err != nil {
+		return out // not reached: the same rules compiled without the allowlists
+	}
+	return d.DetectContext(ctx, f)
 }
 
 // builtinLazy reads the built-in rules once per process.
@@ -53,7 +86,7 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 		return nil, fmt.Errorf("built-in secrets rules: %w", err)
 	}
 	l := &lazyRules{base: base, ours: ours, disabled: ext.DisabledRules, meta: meta,
-		keywords: map[string][]string{}, cache: map[string]*detect.Detector{}}
+		keywords: map[string][]string{}, cache: map[string]*screened{}}
 	for i, vc := range []config.ViperConfig{base, ours} {
 		if !lazyCompatible(vc) {
 			return nil, nil // compile everything up front instead
@@ -126,7 +159,7 @@ func (l *lazyRules) describing() *ruleSet {
 
 // plainFor returns a detector without decoding over the rules that can run
 // on raw: those with a keyword in it, or with none.
-func (l *lazyRules) plainFor(raw string) (*detect.Detector, error) {
+func (l *lazyRules) plainFor(raw string) (fragmentDetector, error) {
 	lower := strings.ToLower(raw)
 	var ids []string
 	for _, id := range l.ids {
@@ -151,15 +184,27 @@ func (l *lazyRules) plainFor(raw string) (*detect.Detector, error) {
 		}
 		return out
 	}
-	base, err := translateSafely(keep(l.base))
+	compile := func(allowlists bool) (*detect.Detector, error) {
+		vb, vo := keep(l.base), keep(l.ours)
+		if !allowlists {
+			//lint:ignore SA1019 gitleaks' default config still uses the [allowlist] table.
+			vb.AllowList, vb.Allowlists, vo.AllowList, vo.Allowlists = nil, nil, nil, nil
+		}
+		base, err := translateSafely(vb)
+		if err != nil {
+			return nil, err
+		}
+		ours, err := translateSafely(vo)
+		if err != nil {
+			return nil, err
+		}
+		return keepAllowed(detect.NewDetector(extend(ours, base, l.disabled))), nil
+	}
+	bare, err := compile(false)
 	if err != nil {
 		return nil, err
 	}
-	ours, err := translateSafely(keep(l.ours))
-	if err != nil {
-		return nil, err
-	}
-	d := keepAllowed(detect.NewDetector(extend(ours, base, l.disabled)))
+	d := &screened{bare: bare, allowed: sync.OnceValues(func() (*detect.Detector, error) { return compile(true) })}
 	l.cache[key] = d
 	return d, nil
 }

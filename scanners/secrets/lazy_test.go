@@ -55,3 +55,33 @@ func TestLazyRulesSame(t *testing.T) {
 		t.Errorf("only %d findings over %d rule cases: the corpus does not exercise the rules", found, len(ruleCases))
 	}
 }
+
+// TestScreenedAllowlist: the lazy detector runs its few rules without the
+// global allowlists first and again with them when something is found; what
+// the global allowlists drop (gitleaks' paths and value patterns, ours for
+// placeholders) stays dropped, and the same token elsewhere is found.
+func TestScreenedAllowlist(t *testing.T) {
+	full := newScanner(t)
+	lazy := newScanner(t, WithLazyRules())
+	g := newFake(21)
+	tok := "hf_" + g.str(alnum, 34)
+	cases := []struct {
+		path, text string
+		found      bool
+	}{
+		{"train.sbatch", "#!/bin/bash\nexport HF_TOKEN=" + tok + "\nsrun python train.py\n", true},
+		{"node_modules/hub/index.js", "const HF_TOKEN = '" + tok + "'\n", false},
+		{"venv/lib/python3.11/site-packages/hub/x.py", "HF_TOKEN = '" + tok + "'\n", false},
+		{"train.sbatch", "#!/bin/bash\nexport HF_TOKEN=hf_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", false},
+		{"deploy.sh", "#!/bin/sh\npassword=\"$DB_PASSWORD_VALUE\"\n", false},
+	}
+	for _, c := range cases {
+		want, got := scan(t, full, c.path, c.text), scan(t, lazy, c.path, c.text)
+		if (len(want) > 0) != c.found {
+			t.Errorf("%s %.50q: the full detector found %d: the case does not test the allowlists", c.path, c.text, len(want))
+		}
+		if len(got) != len(want) || len(got) > 0 && got[0].Secret != want[0].Secret {
+			t.Errorf("%s %.50q: lazy found %d, full %d", c.path, c.text, len(got), len(want))
+		}
+	}
+}

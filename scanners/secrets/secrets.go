@@ -287,7 +287,7 @@ func (s *Scanner) scanStrings(ctx context.Context, a *scanners.Artifact, c scann
 			lower = bytes.ToLower(append(lower[:0], run...))
 			if s.binKeys.MatchFirst(lower) != nil {
 				raw := string(run)
-				det := s.bin()
+				var det fragmentDetector = s.bin()
 				if s.lazy != nil {
 					det = s.plainFor(raw)
 				}
@@ -351,7 +351,7 @@ var stringByte = func() (t [256]bool) {
 }()
 
 // plainFor is the detector without decoding passes for one fragment.
-func (s *Scanner) plainFor(raw string) *detect.Detector {
+func (s *Scanner) plainFor(raw string) fragmentDetector {
 	if s.lazy != nil {
 		if d, err := s.lazy.plainFor(raw); err == nil {
 			return d
@@ -514,7 +514,7 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 // when nothing in it can decode (see mayDecode), and with lazy rules only
 // over the rules whose keywords it holds. Each pick finds what the full
 // decoding detector would.
-func (s *Scanner) detector(raw string) *detect.Detector {
+func (s *Scanner) detector(raw string) fragmentDetector {
 	if s.lazy != nil {
 		if !mayDecode(raw) {
 			if d, err := s.lazy.plainFor(raw); err == nil {
