@@ -64,7 +64,11 @@ var (
 // between tenants and MIG strategy mismatches. It also validates
 // mig-parted layouts. It is safe for concurrent use.
 type Cluster struct {
-	mig *rules.MIGTable
+	// mig is the MIG table; the built-in one is read at the first Scan
+	// (the per-job sbatch hook builds this check and reads no manifest).
+	mig     *rules.MIGTable
+	migOnce sync.Once
+	migErr  error
 
 	mu      sync.Mutex
 	targets map[string]*clusterState
@@ -82,14 +86,17 @@ func NewCluster(opts ...ClusterOption) (*Cluster, error) {
 	for _, o := range opts {
 		o(c)
 	}
-	if c.mig == nil {
-		t, err := rules.DefaultMIG()
-		if err != nil {
-			return nil, fmt.Errorf("misconfig check: %w", err)
-		}
-		c.mig = t
-	}
 	return c, nil
+}
+
+// table returns the MIG table, reading the built-in one once.
+func (c *Cluster) table() (*rules.MIGTable, error) {
+	c.migOnce.Do(func() {
+		if c.mig == nil {
+			c.mig, c.migErr = rules.DefaultMIG()
+		}
+	})
+	return c.mig, c.migErr
 }
 
 // Check implements scanners.Scanner.
@@ -126,6 +133,9 @@ func (c *Cluster) Scan(ctx context.Context, a *scanners.Artifact, content scanne
 	if !bytes.Contains(data, []byte("kind")) && !bytes.Contains(data, []byte("mig-configs")) && !bytes.Contains(data, []byte("sharing")) &&
 		!bytes.Contains(data, []byte("strategy")) {
 		return nil, nil
+	}
+	if _, err := c.table(); err != nil {
+		return nil, fmt.Errorf("misconfig check: %w", err)
 	}
 	r := &clusterRun{c: c, a: a, facts: &clusterState{}}
 	r.stream(data, 0)

@@ -281,7 +281,11 @@ func TestMIGLayouts(t *testing.T) {
 
 func TestMIGFitSearch(t *testing.T) {
 	c := newCluster(t)
-	var a100 = &c.mig.GPUs[0]
+	tab, err := c.table()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a100 = &tab.GPUs[0]
 	if a100.Model != "A100-40GB" {
 		t.Fatalf("first model %s", a100.Model)
 	}
