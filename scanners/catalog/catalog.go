@@ -15,7 +15,6 @@ import (
 	"github.com/mlwarden/mlwarden/scanners/models"
 	"github.com/mlwarden/mlwarden/scanners/pins"
 	"github.com/mlwarden/mlwarden/scanners/secrets"
-	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
 	"github.com/mlwarden/mlwarden/scanners/vulns"
 )
@@ -89,7 +88,7 @@ func Checks() []Check {
 			return one(models.New(opts...)), nil
 		}},
 		{scanners.CheckSignatures, func(o Options, _ *built) ([]scanners.Scanner, error) {
-			s, err := signatures.New(o.Signatures...)
+			s, err := newSignatures(o.Signatures)
 			return one(s), err
 		}},
 		{scanners.CheckCUDA, func(o Options, _ *built) ([]scanners.Scanner, error) {
@@ -129,7 +128,7 @@ type Options struct {
 	Pins          []pins.Option
 	Models        []models.Option
 	CUDA          []cuda.Option
-	Signatures    []signatures.Option
+	Signatures    []SignaturesOption
 	Misconfig     []misconfig.Option
 	// Slurm configures the batch-script reading of the misconfig check.
 	Slurm []slurm.Option

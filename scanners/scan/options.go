@@ -8,7 +8,6 @@ import (
 
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/config"
-	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
 	"github.com/mlwarden/mlwarden/scanners/source/hf"
 	"github.com/mlwarden/mlwarden/scanners/source/image"
@@ -17,7 +16,7 @@ import (
 // Owners are the config file's sections that the pipeline's checks own,
 // decoded strictly when the file is read.
 func Owners() []config.Owner {
-	return []config.Owner{{Key: "signatures", Into: &signatures.Policy{}}}
+	return []config.Owner{signaturesOwner()}
 }
 
 // Configure resolves the settings of command cmd: it finds the config file
@@ -141,12 +140,10 @@ func OptionsFrom(v *config.Values) (Options, error) {
 		}
 	}
 	if f := v.File(); f != nil {
-		var pol signatures.Policy
-		if err := f.DecodeSection("signatures", &pol); err != nil {
+		var err error
+		if o.Signatures, err = signaturesPolicy(f); err != nil {
 			return o, err
 		}
-		// Key and root paths in the policy are relative to the config file.
-		o.Signatures = pol.Resolve(f.Dir())
 	}
 	return o, nil
 }

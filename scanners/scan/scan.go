@@ -36,7 +36,6 @@ import (
 	"github.com/mlwarden/mlwarden/scanners/cuda"
 	"github.com/mlwarden/mlwarden/scanners/pins"
 	"github.com/mlwarden/mlwarden/scanners/secrets"
-	"github.com/mlwarden/mlwarden/scanners/signatures"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
 	"github.com/mlwarden/mlwarden/scanners/source"
 	"github.com/mlwarden/mlwarden/scanners/source/hf"
@@ -102,7 +101,7 @@ type Options struct {
 	Advisories string
 	// Signatures is the signature policy (the config's signatures
 	// section), paths already relative to the config file.
-	Signatures signatures.Policy
+	Signatures SignaturesPolicy
 	// CacheBackend is where results keyed by content are kept
 	// (--cache-backend: "" or "fs", redis://, rediss://; see
 	// scanners/cache), Cache its bounds and directory. Image.NoCache turns
@@ -164,7 +163,7 @@ func New(o Options) (*Scanner, error) {
 	case o.CUDALocal:
 		copts.CUDA = append(copts.CUDA, cuda.WithLocalHost())
 	}
-	copts.Signatures = append(copts.Signatures, signatures.WithPolicy(o.Signatures))
+	copts.Signatures = append(copts.Signatures, signaturesOptions(o.Signatures)...)
 	if o.Advisories != "" {
 		copts.Vulns = append(copts.Vulns, vulns.WithAdvisoriesFile(o.Advisories))
 	}
