@@ -99,16 +99,6 @@ risky runtime settings, before any of it runs.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(
-		newScanCmd(a),
-		newSbatchCmd(a),
-		newCUDACmd(a),
-		newPinCmd(a),
-		newVerifyCmd(a),
-		newServeCmd(a),
-		newSweepCmd(a),
-		newRulesCmd(a),
-		newVersionCmd(a),
-	)
+	root.AddCommand(commands(a)...)
 	return root
 }

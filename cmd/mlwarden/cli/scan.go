@@ -13,7 +13,6 @@ import (
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/config"
 	"github.com/mlwarden/mlwarden/scanners/scan"
-	"github.com/mlwarden/mlwarden/server"
 )
 
 func newScanCmd(a *app) *cobra.Command {
@@ -92,8 +91,7 @@ func useColor(w io.Writer) bool {
 // file with every section its owners decode (the admission server's serve
 // section too, so that one file serves every command).
 func (a *app) configure(c *cobra.Command, targets []string) (*config.Values, error) {
-	var srv server.Config
-	v, err := scan.Configure(commandName(c), setFlags(c), a.lookupEnv, targets, config.Owner{Key: "serve", Into: &srv})
+	v, err := scan.Configure(commandName(c), setFlags(c), a.lookupEnv, targets, serveOwner())
 	if err != nil {
 		return nil, usageError("%v", err)
 	}

@@ -1,0 +1,100 @@
+//go:build !mlwarden_sbatch
+
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSbatchLeanBuild: the sbatch hook's binary (go build -tags
+// mlwarden_sbatch ./cmd/mlwarden, released as mlwarden-sbatch) answers
+// every script as `mlwarden sbatch` does — the same lines on standard
+// output and error, the same exit code — and has only the sbatch and
+// version commands. (One difference by design: it does not validate the
+// signatures: and serve: sections of a shared config file, which it does
+// not link the code of.)
+func TestSbatchLeanBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no go tool to build mlwarden-sbatch with")
+		}
+		t.Skip("no go tool to build mlwarden-sbatch with")
+	}
+	dir := t.TempDir()
+	lean := filepath.Join(dir, "mlwarden-sbatch")
+	build := exec.Command(goTool, "build", "-tags", "mlwarden_sbatch", "-o", lean, "github.com/mlwarden/mlwarden/cmd/mlwarden")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags mlwarden_sbatch: %v\n%s", err, out)
+	}
+	write := func(name, script string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(script), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tok := sbatchToken()
+	cases := []struct {
+		name string
+		args []string
+		code int // what both must exit with
+	}{
+		{"demo", []string{filepath.Join(demo, "train.sbatch")}, 1},
+		{"demo, medium", []string{"--fail-on", "medium", filepath.Join(demo, "train.sbatch")}, 1},
+		{"token", []string{write("token.sbatch", "#!/bin/bash\n#SBATCH --time=10\nexport HF_TOKEN="+tok+"\nsrun python train.py\n")}, 1},
+		{"latest image", []string{write("latest.sbatch", "#!/bin/bash\n#SBATCH --container-image=nvcr.io/nvidia/pytorch:latest\nsrun python train.py\n")}, 1},
+		{"clean", []string{write("clean.sbatch", "#!/bin/bash\n#SBATCH --time=10\n#SBATCH --gres=gpu:1\nsrun python train.py --epochs 3\n")}, 0},
+		{"clean, shown", []string{"--show", "info", write("clean2.sbatch", "#!/bin/bash\n#SBATCH --time=10\nsrun hostname\n")}, 0},
+		{"image from the environment", []string{"--sbatch-env", "_SLURM_SPANK_OPTION_pyxis_container_image=ubuntu:latest", write("env.sbatch", "#!/bin/bash\nsrun true\n")}, 1},
+		{"config with every section", []string{"--config", write("mlwarden.yaml", "fail-on: medium\nsignatures:\n  images:\n    - glob: \"registry.internal/**\"\n      authorities:\n        - key: cosign.pub\nserve:\n  fail-on: high\n  digest: deny\n"), filepath.Join(demo, "train.sbatch")}, 1},
+		{"missing file", []string{filepath.Join(dir, "nothing.sbatch")}, 2},
+		{"bad flag", []string{"--fail-on", "bogus", filepath.Join(dir, "clean.sbatch")}, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"sbatch"}, c.args...)
+			code, out, errOut := run(t, "", args...)
+			cmd := exec.Command(lean, args...)
+			var lout, lerr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &lout, &lerr
+			lcode := 0
+			if err := cmd.Run(); err != nil {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) {
+					t.Fatal(err)
+				}
+				lcode = ee.ExitCode()
+			}
+			if code != c.code || lcode != code {
+				t.Errorf("exit: mlwarden %d, mlwarden-sbatch %d, want %d", code, lcode, c.code)
+			}
+			if lout.String() != out || lerr.String() != errOut {
+				t.Errorf("output differs:\nmlwarden:\n%s%s\nmlwarden-sbatch:\n%s%s", out, errOut, lout.String(), lerr.String())
+			}
+			if c.code == 1 && out == "" {
+				t.Errorf("a rejected script printed nothing")
+			}
+		})
+	}
+	// Only the hook's commands; asking for a check it leaves out is an error.
+	out, _ := exec.Command(lean, "scan", ".").CombinedOutput()
+	if !strings.Contains(string(out), `unknown command "scan"`) {
+		t.Errorf("mlwarden-sbatch scan: %s", out)
+	}
+	cmd := exec.Command(lean, "sbatch", "--checks", "signatures", filepath.Join(dir, "clean.sbatch"))
+	out, err = cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "not in this build") {
+		t.Errorf("--checks signatures: %v %s", err, out)
+	}
+}
