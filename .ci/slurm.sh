@@ -12,7 +12,8 @@
 # cluster started by an earlier call is stopped first. Exports:
 #   MLWARDEN_TEST_SLURM=1          the E2E test runs (it fails when CI=true and this is unset)
 #   MLWARDEN_TEST_SLURM_DIR        the cluster's directory (slurm.conf, job_submit.lua, logs)
-#   MLWARDEN_TEST_SLURM_BIN        the mlwarden binary job_submit.lua runs
+#   MLWARDEN_TEST_SLURM_BIN        the mlwarden binary (the checker on a socket; job_submit.lua's MLWARDEN)
+#   MLWARDEN_TEST_SLURM_SBATCH_BIN mlwarden-sbatch (-tags mlwarden_sbatch), which job_submit.lua runs per job
 #   SLURM_CONF                     for sbatch, squeue, scontrol
 # The E2E test also runs `mlwarden sbatch --serve` itself and points
 # job_submit.lua at it, to test the socket mode.
@@ -63,6 +64,10 @@ slurm_start() {
 	MLWARDEN_TEST_SLURM_BIN=$_d/bin/mlwarden
 	if [ "${MLWARDEN_TEST_SLURM_BUILD:-1}" = 1 ] || [ ! -x "$MLWARDEN_TEST_SLURM_BIN" ]; then
 		(cd "$_repo" && go build -o "$MLWARDEN_TEST_SLURM_BIN" ./cmd/mlwarden)
+	fi
+	MLWARDEN_TEST_SLURM_SBATCH_BIN=$_d/bin/mlwarden-sbatch
+	if [ "${MLWARDEN_TEST_SLURM_BUILD:-1}" = 1 ] || [ ! -x "$MLWARDEN_TEST_SLURM_SBATCH_BIN" ]; then
+		(cd "$_repo" && go build -tags mlwarden_sbatch -o "$MLWARDEN_TEST_SLURM_SBATCH_BIN" ./cmd/mlwarden)
 	fi
 
 	# munge: the packaged key, its own socket so that a system munged is not disturbed.
@@ -116,13 +121,15 @@ EOF
 NodeName=$_host NodeAddr=127.0.0.1 CPUs=$_cpus State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
-	# job_submit.lua beside slurm.conf, pointed at the binary built above.
-	sed "s|^local MLWARDEN = \"mlwarden\"|local MLWARDEN = \"$MLWARDEN_TEST_SLURM_BIN\"|" \
+	# job_submit.lua beside slurm.conf, pointed at the binaries built above.
+	sed -e "s|^local MLWARDEN = \"mlwarden\"|local MLWARDEN = \"$MLWARDEN_TEST_SLURM_BIN\"|" \
+		-e "s|^local MLWARDEN_SBATCH = \"/usr/local/bin/mlwarden-sbatch\"|local MLWARDEN_SBATCH = \"$MLWARDEN_TEST_SLURM_SBATCH_BIN\"|" \
 		"$_repo/deploy/slurm/job_submit.lua" >"$_d/job_submit.lua"
 	grep -q "^local MLWARDEN = \"$MLWARDEN_TEST_SLURM_BIN\"" "$_d/job_submit.lua"
+	grep -q "^local MLWARDEN_SBATCH = \"$MLWARDEN_TEST_SLURM_SBATCH_BIN\"" "$_d/job_submit.lua"
 
 	SLURM_CONF=$_d/slurm.conf
-	export SLURM_CONF MLWARDEN_TEST_SLURM_DIR MLWARDEN_TEST_SLURM_BIN
+	export SLURM_CONF MLWARDEN_TEST_SLURM_DIR MLWARDEN_TEST_SLURM_BIN MLWARDEN_TEST_SLURM_SBATCH_BIN
 	/usr/sbin/slurmctld -i -f "$SLURM_CONF"
 	/usr/sbin/slurmd -f "$SLURM_CONF"
 

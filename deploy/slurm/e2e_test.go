@@ -105,7 +105,11 @@ func rejection(lines string) string {
 
 func TestSbatchHook(t *testing.T) {
 	bin := needSlurm(t)
-	t.Run("exec", func(t *testing.T) { hookCases(t, bin) })
+	t.Run("exec", func(t *testing.T) { hookCases(t, bin) }) // mlwarden-sbatch
+	t.Run("exec without mlwarden-sbatch", func(t *testing.T) {
+		setLua(t, map[string]string{"local MLWARDEN_SBATCH = \"": "local MLWARDEN_SBATCH = \"/nonexistent/mlwarden-sbatch\"\nlocal _ = \""})
+		hookCases(t, bin)
+	})
 	t.Run("admin settings", func(t *testing.T) { adminCases(t) })
 	t.Run("socket", func(t *testing.T) {
 		served := serveChecker(t, bin)
@@ -143,7 +147,8 @@ func adminCases(t *testing.T) {
 		}
 	})
 	t.Run("fail-closed", func(t *testing.T) {
-		setLua(t, map[string]string{"local MLWARDEN = \"": "local MLWARDEN = \"/nonexistent/mlwarden\"\nlocal _ = \""})
+		setLua(t, map[string]string{"local MLWARDEN = \"": "local MLWARDEN = \"/nonexistent/mlwarden\"\nlocal _ = \"",
+			"local MLWARDEN_SBATCH = \"": "local MLWARDEN_SBATCH = \"/nonexistent/mlwarden-sbatch\"\nlocal _ = \""})
 		s := sbatch(t, dir, "#!/bin/bash\n#SBATCH --hold\ntrue\n")
 		want := "sbatch: error: mlwarden: mlwarden could not be started (/nonexistent/mlwarden); the job was not submitted. Ask your cluster admins.\n" +
 			"sbatch: error: Batch job submission failed: Unspecified error\n"
@@ -154,6 +159,7 @@ func adminCases(t *testing.T) {
 	t.Run("fail-open", func(t *testing.T) {
 		setLua(t, map[string]string{
 			"local MLWARDEN = \"":                "local MLWARDEN = \"/nonexistent/mlwarden\"\nlocal _ = \"",
+			"local MLWARDEN_SBATCH = \"":         "local MLWARDEN_SBATCH = \"/nonexistent/mlwarden-sbatch\"\nlocal _ = \"",
 			"local ON_ERROR = \"fail-closed\"\n": "local ON_ERROR = \"fail-open\"\n",
 		})
 		s := sbatch(t, dir, "#!/bin/bash\n#SBATCH --hold\ntrue\n")
