@@ -35,6 +35,9 @@ type lazyRules struct {
 	ids      []string
 
 	full func() *detect.Detector // every rule, with decoding
+	// globals are the configs' global allowlists, compiled once
+	// (globalAllowlists).
+	globals func() ([]*config.Allowlist, error)
 
 	mu    sync.Mutex
 	cache map[string]*screened // by the ids compiled
@@ -104,6 +107,7 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 			}
 		}
 	}
+	l.globals = sync.OnceValues(l.globalAllowlists)
 	l.full = sync.OnceValue(func() *detect.Detector {
 		rs, err := builtin()
 		if err != nil {
@@ -184,27 +188,42 @@ func (l *lazyRules) plainFor(raw string) (fragmentDetector, error) {
 		}
 		return out
 	}
-	compile := func(allowlists bool) (*detect.Detector, error) {
-		vb, vo := keep(l.base), keep(l.ours)
-		if !allowlists {
-			//lint:ignore SA1019 gitleaks' default config still uses the [allowlist] table.
-			vb.AllowList, vb.Allowlists, vo.AllowList, vo.Allowlists = nil, nil, nil, nil
-		}
-		base, err := translateSafely(vb)
-		if err != nil {
-			return nil, err
-		}
-		ours, err := translateSafely(vo)
-		if err != nil {
-			return nil, err
-		}
-		return keepAllowed(detect.NewDetector(extend(ours, base, l.disabled))), nil
-	}
-	bare, err := compile(false)
+	vb, vo := keep(l.base), keep(l.ours)
+	//lint:ignore SA1019 gitleaks' default config still uses the [allowlist] table.
+	vb.AllowList, vb.Allowlists, vo.AllowList, vo.Allowlists = nil, nil, nil, nil
+	base, err := translateSafely(vb)
 	if err != nil {
 		return nil, err
 	}
-	d := &screened{bare: bare, allowed: sync.OnceValues(func() (*detect.Detector, error) { return compile(true) })}
+	ours, err := translateSafely(vo)
+	if err != nil {
+		return nil, err
+	}
+	cfg := extend(ours, base, l.disabled)
+	d := &screened{bare: keepAllowed(detect.NewDetector(cfg)), allowed: sync.OnceValues(func() (*detect.Detector, error) {
+		globals, err := l.globals()
+		if err != nil {
+			return nil, err
+		}
+		withGlobals := cfg
+		withGlobals.Allowlists = globals
+		return keepAllowed(detect.NewDetector(withGlobals)), nil
+	})}
 	l.cache[key] = d
 	return d, nil
+}
+
+// globalAllowlists compiles the global allowlists of both configs, in the
+// order extend puts them (ours, then gitleaks').
+func (l *lazyRules) globalAllowlists() ([]*config.Allowlist, error) {
+	var out []*config.Allowlist
+	for _, vc := range []config.ViperConfig{l.ours, l.base} {
+		vc.Rules = nil
+		cfg, err := translateSafely(vc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cfg.Allowlists...)
+	}
+	return out, nil
 }
