@@ -584,9 +584,13 @@ func (s *Scanner) convert(a *scanners.Artifact, gfs []report.Finding, where func
 	gfs = dedupe(gfs)
 	out := make([]scanners.Finding, 0, len(gfs))
 	for _, g := range gfs {
-		if specificity(g.RuleID) == 0 && (codeReference(a.Path, g.Line, strings.TrimSpace(g.Secret)) || namedDigest(g.Line, g.Secret) ||
+		generic := specificity(g.RuleID) == 0
+		if generic && (codeReference(a.Path, g.Line, strings.TrimSpace(g.Secret)) || namedDigest(g.Line, g.Secret) ||
 			codeExpression(a.Path, g) || publicByDesign(a.Path, g, near)) {
 			continue // pad_token_id=pad_token_id, "key_sha256": "<hex>", key.dtype == torch.bfloat16: not credentials
+		}
+		if notCredential(g, near, generic) {
+			continue // A1b2C3d4E5f6, gpt-4-turbo-browsing, "Dropbox: Revolutionizing": see shape.go
 		}
 		r, ok := s.byID[g.RuleID]
 		if !ok {
