@@ -100,6 +100,11 @@ type Options struct {
 	// the old one behind). A negative value turns that bound off.
 	CacheMaxBytes int64
 	CacheMaxAge   time.Duration
+
+	// spillBytes is the ring a layer fetched ahead is decompressed into
+	// (default imgSpillBytes; negative: in memory, imgPrefetchBuffer).
+	// Tests make it small, so that the ring wraps.
+	spillBytes int64
 }
 
 // The cache's default bounds.
@@ -132,6 +137,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.NetworkTimeout == 0 {
 		o.NetworkTimeout = DefaultNetworkTimeout
+	}
+	if o.spillBytes == 0 {
+		o.spillBytes = imgSpillBytes
 	}
 	return o
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"path"
 	"strings"
@@ -53,10 +52,14 @@ const (
 	// scan it while the walker reads on; larger files are handed over as a
 	// stream from the walker itself (the dispatcher reads what it needs).
 	imgBufferMax = 4 << 20
-	// imgPrefetchBuffer is how many decompressed bytes a layer fetched ahead
-	// may hold.
+	// imgPrefetchBuffer is how many decompressed bytes the pipe of the layer
+	// being walked may hold.
 	imgPrefetchBuffer = 8 << 20
-	imgChunk          = 256 << 10
+	// imgSpillBytes is the ring in a temporary file that a layer fetched
+	// ahead is decompressed into (imgSpill): so much of it is decompressed
+	// and hashed while the layers above are walked.
+	imgSpillBytes = 256 << 20
+	imgChunk      = 256 << 10
 )
 
 type imgWalker struct {
@@ -81,7 +84,8 @@ type imgLayerJob struct {
 	createdBy string
 	cached    *imgCacheEntry
 
-	stream   *imgPipe   // the decompressed tar stream, once fetching started
+	stream   imgStream  // the decompressed tar stream, once fetching started
+	ahead    bool       // fetched ahead: holds a token of the walk's ahead semaphore
 	events   *imgEvents // what the layer hides below it, once walked
 	replayed bool       // its findings came from the cache
 
@@ -206,14 +210,37 @@ func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
 			default:
 				return
 			}
-			j.stream = newImgPipe(imgPrefetchBuffer / imgChunk)
+			// A ring in a temporary file, so that a layer (up to the ring's
+			// size, Options.spillBytes) is decompressed and hashed while
+			// the layers above are walked; in memory when no file can be
+			// made.
+			if w.opts.spillBytes > 0 {
+				if sp, err := newImgSpill("", w.opts.spillBytes); err == nil {
+					j.stream = sp
+				}
+			}
+			if j.stream == nil {
+				j.stream = newImgPipe(imgPrefetchBuffer / imgChunk)
+			}
+			j.ahead = true
 			fetchers.Add(1)
 			go func() {
 				defer fetchers.Done()
-				defer func() { <-ahead }()
 				w.fetch(fetchCtx, j, j.stream)
 			}()
 			next++
+		}
+	}
+	// done ends the walk's use of a layer's stream. The token of a layer
+	// fetched ahead is given back only now, when its buffer is no longer
+	// held, so that at most len(ahead) layers are held ahead.
+	done := func(j *imgLayerJob) {
+		if j.stream != nil {
+			j.stream.closeRead()
+		}
+		if j.ahead {
+			j.ahead = false
+			<-ahead
 		}
 	}
 
@@ -227,9 +254,7 @@ func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
 		}
 		startAhead(k)
 		if useCache && j.cached != nil && j.cached.matches(hidden, j.diffID, j.digest) && w.verifyHit(ctx, j) {
-			if j.stream != nil {
-				j.stream.closeRead()
-			}
+			done(j)
 			rs.Replay(target, j.cached.record())
 			hidden.merge(j.index, j.cached.events())
 			j.replayed = true
@@ -244,8 +269,14 @@ func (w *imgWalker) image(ctx context.Context, pi imgPlatformImage) error {
 				w.fetch(fetchCtx, j, j.stream)
 			}()
 		}
-		ev, err := w.walkLayer(ctx, j, j.stream, hidden, &g, rs, useCache, stopped)
-		j.stream.closeRead()
+		var r io.Reader = j.stream
+		if _, ok := j.stream.(*imgSpill); ok {
+			// The tar reader reads headers 512 bytes at a time: not a
+			// system call each.
+			r = bufio.NewReaderSize(j.stream, imgChunk)
+		}
+		ev, err := w.walkLayer(ctx, j, r, hidden, &g, rs, useCache, stopped)
+		done(j)
 		hidden.merge(j.index, ev)
 		j.events = ev
 		w.progress.layerDone(j, false)
@@ -342,7 +373,7 @@ func imgCreatedBy(cf *v1.ConfigFile, n int) []string {
 
 // fetch opens a layer, decompresses it and writes the tar stream into p,
 // checking the blob's digest at its end.
-func (w *imgWalker) fetch(ctx context.Context, j *imgLayerJob, p *imgPipe) {
+func (w *imgWalker) fetch(ctx context.Context, j *imgLayerJob, p imgStream) {
 	r, err := w.open(j)
 	if err != nil {
 		p.closeWrite(err)
@@ -410,12 +441,12 @@ func (w *imgWalker) open(j *imgLayerJob) (*imgLayerReader, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open: %w", err)
 		}
-		h := sha256.New()
+		h := newImgHasher()
 		cr := &imgCounter{r: io.TeeReader(rc, h), p: w.progress}
 		check := imgDigestCheck(h, cr, j.diffID, "diff ID")
 		return &imgLayerReader{
 			Reader:  cr,
-			closers: []io.Closer{rc},
+			closers: []io.Closer{rc, h},
 			check: func() error {
 				if err := check(); err != nil || !cr.eof {
 					return err
@@ -435,8 +466,9 @@ func (w *imgWalker) open(j *imgLayerJob) (*imgLayerReader, error) {
 	if w.src.scheme == SchemeOCI {
 		// A layout's blobs are plain files: check them. (A registry's blob
 		// reader checks the digest itself at its end.)
-		h := sha256.New()
+		h := newImgHasher()
 		src = io.TeeReader(rc, h)
+		lr.closers = append(lr.closers, h)
 		lr.check = imgDigestCheck(h, cr, j.digest, "digest")
 	}
 	cr.r = src
@@ -446,7 +478,7 @@ func (w *imgWalker) open(j *imgLayerJob) (*imgLayerReader, error) {
 	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			rc.Close()
+			lr.Close()
 			return nil, fmt.Errorf("gzip: %w", err)
 		}
 		lr.Reader = imgDrain{zr, br}
@@ -454,7 +486,7 @@ func (w *imgWalker) open(j *imgLayerJob) (*imgLayerReader, error) {
 	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
 		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(128<<20))
 		if err != nil {
-			rc.Close()
+			lr.Close()
 			return nil, fmt.Errorf("zstd: %w", err)
 		}
 		lr.Reader = imgDrain{zr, br}
@@ -469,8 +501,9 @@ func (w *imgWalker) open(j *imgLayerJob) (*imgLayerReader, error) {
 	// the registry's verifying reader, or above for a layout.)
 	if j.diffKnown {
 		ur := &imgCounter{r: lr.Reader}
-		uh := sha256.New()
+		uh := newImgHasher()
 		lr.Reader = io.TeeReader(ur, uh)
+		lr.closers = append(lr.closers, uh)
 		blob := lr.check
 		check := imgDigestCheck(uh, ur, j.diffID, "diff ID")
 		lr.check = func() error {
@@ -510,7 +543,7 @@ type imgZstdCloser struct{ d *zstd.Decoder }
 
 func (c imgZstdCloser) Close() error { c.d.Close(); return nil }
 
-func imgDigestCheck(h hash.Hash, cr *imgCounter, want, what string) func() error {
+func imgDigestCheck(h interface{ Sum([]byte) []byte }, cr *imgCounter, want, what string) func() error {
 	return func() error {
 		if want == "" || !cr.eof {
 			return nil
