@@ -26,7 +26,10 @@ import (
 
 // lazyRules holds the built-in rules read but not compiled.
 type lazyRules struct {
+	// base and ours are gitleaks' rules and ours; with their index (when
+	// the file could be cut), their Rules hold only what the index reads.
 	base, ours config.ViperConfig
+	index      [2]*indexed
 	disabled   []string
 	meta       *rules.Secrets
 	// keywords of each rule id, lower-cased, from both files (extend
@@ -76,7 +79,15 @@ func (s *screened) DetectContext(ctx context.Context, f detect.Fragment) []repor
 
 // builtinLazy reads the built-in rules once per process.
 var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
-	base, _, err := readBuiltin([]byte(config.DefaultConfig))
+	// The index of a file, or the whole file when it cannot be cut.
+	read := func(b []byte) (config.ViperConfig, config.Extend, *indexed, error) {
+		if ix, err := indexBuiltin(b); err == nil {
+			return ix.vc, ix.ext, ix, nil
+		}
+		vc, ext, err := readBuiltin(b)
+		return vc, ext, nil, err
+	}
+	base, _, baseIx, err := read([]byte(config.DefaultConfig))
 	if err != nil {
 		return nil, fmt.Errorf("gitleaks default config: %w", err)
 	}
@@ -84,11 +95,11 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 	if err != nil {
 		return nil, err
 	}
-	ours, ext, err := readBuiltin(meta.TOML)
+	ours, ext, oursIx, err := read(meta.TOML)
 	if err != nil {
 		return nil, fmt.Errorf("built-in secrets rules: %w", err)
 	}
-	l := &lazyRules{base: base, ours: ours, disabled: ext.DisabledRules, meta: meta,
+	l := &lazyRules{base: base, ours: ours, index: [2]*indexed{baseIx, oursIx}, disabled: ext.DisabledRules, meta: meta,
 		keywords: map[string][]string{}, cache: map[string]*screened{}}
 	for i, vc := range []config.ViperConfig{base, ours} {
 		if !lazyCompatible(vc) {
@@ -178,7 +189,10 @@ func (l *lazyRules) plainFor(raw string) (fragmentDetector, error) {
 	if d := l.cache[key]; d != nil {
 		return d, nil
 	}
-	keep := func(vc config.ViperConfig) config.ViperConfig {
+	keep := func(vc config.ViperConfig, ix *indexed) (config.ViperConfig, error) {
+		if ix != nil {
+			return ix.rules(ids) // read from their blocks
+		}
 		out := vc
 		out.Rules = vc.Rules[:0:0] // a new slice of gitleaks' unnamed rule type
 		for _, r := range vc.Rules {
@@ -186,9 +200,16 @@ func (l *lazyRules) plainFor(raw string) (fragmentDetector, error) {
 				out.Rules = append(out.Rules, r)
 			}
 		}
-		return out
+		return out, nil
 	}
-	vb, vo := keep(l.base), keep(l.ours)
+	vb, err := keep(l.base, l.index[0])
+	if err != nil {
+		return nil, err
+	}
+	vo, err := keep(l.ours, l.index[1])
+	if err != nil {
+		return nil, err
+	}
 	//lint:ignore SA1019 gitleaks' default config still uses the [allowlist] table.
 	vb.AllowList, vb.Allowlists, vo.AllowList, vo.Allowlists = nil, nil, nil, nil
 	base, err := translateSafely(vb)
