@@ -40,10 +40,11 @@ func indexKey(line []byte) bool {
 // tableHeader returns the table header a line holds: [name] or [[name]]
 // of bare keys, maybe indented, maybe with a comment after it.
 func tableHeader(line []byte) (string, bool) {
-	h := string(bytes.TrimSpace(line))
-	if !strings.HasPrefix(h, "[") {
+	t := bytes.TrimSpace(line)
+	if len(t) == 0 || t[0] != '[' {
 		return "", false
 	}
+	h := string(t)
 	if i := strings.IndexByte(h, '#'); i >= 0 {
 		h = strings.TrimSpace(h[:i])
 	}
