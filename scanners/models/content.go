@@ -70,6 +70,8 @@ func (sc *scan) content(p place, ra io.ReaderAt, size int64, name string, depth 
 		sc.chatJSON(p, ra, size, name)
 	case fmtJinja:
 		sc.jinjaFile(p, ra, size, name)
+	case fmtChatYAML:
+		sc.chatYAML(p, ra, size, name)
 	case fmtModelfile:
 		sc.modelfile(p, ra, size, name)
 	case fmtProtobuf:

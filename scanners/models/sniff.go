@@ -33,6 +33,7 @@ const (
 	fmtProtobuf
 	fmtChatJSON  // tokenizer_config.json, chat_template.json
 	fmtJinja     // a .jinja chat template
+	fmtChatYAML  // a YAML config with a chat_template key
 	fmtModelfile // an Ollama Modelfile
 )
 
@@ -41,7 +42,7 @@ var formatNames = map[format]string{
 	fmt7z: "7z", fmtGzip: "gzip", fmtBzip2: "bzip2", fmtXz: "xz", fmtLzma: "lzma", fmtZlib: "zlib",
 	fmtLz4: "lz4", fmtJoblibZF: "joblib zfile", fmtNpy: "npy", fmtGGUF: "GGUF", fmtHDF5: "HDF5",
 	fmtSafetensors: "safetensors", fmtProtobuf: "protobuf", fmtChatJSON: "chat template JSON",
-	fmtJinja: "Jinja chat template", fmtModelfile: "Ollama Modelfile",
+	fmtJinja: "Jinja chat template", fmtModelfile: "Ollama Modelfile", fmtChatYAML: "chat template YAML",
 }
 
 func (f format) String() string { return formatNames[f] }
@@ -130,6 +131,22 @@ func chatTemplateFile(head []byte, name string) format {
 		}
 	case strings.HasSuffix(base, ".jinja") || strings.HasSuffix(base, ".jinja2"):
 		return fmtJinja
+	case strings.HasSuffix(base, ".json"):
+		// Any JSON object whose head names a chat_template key: configs
+		// saved under other names (ModelAudit's test suite has dozens).
+		if t := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(t) > 0 && t[0] == '{' && bytes.Contains(head, []byte(`"chat_template"`)) {
+			return fmtChatJSON
+		}
+	case strings.HasSuffix(base, ".yaml") || strings.HasSuffix(base, ".yml"):
+		if reYAMLTemplate.Match(head) {
+			return fmtChatYAML
+		}
+	case strings.HasSuffix(base, ".j2") || strings.HasSuffix(base, ".template") || strings.HasSuffix(base, ".tmpl"):
+		// A Jinja file that loops over messages is a chat template;
+		// other templates (Ansible's, a site's) are not the models check's.
+		if reMessagesTag.Match(head) {
+			return fmtJinja
+		}
 	case base == "modelfile" || strings.HasSuffix(base, ".modelfile"):
 		if reModelfile.Match(head) {
 			return fmtModelfile
@@ -138,7 +155,11 @@ func chatTemplateFile(head []byte, name string) format {
 	return fmtUnknown
 }
 
-var reModelfile = regexp.MustCompile(`(?im)^\s*(FROM|TEMPLATE)\s`)
+var (
+	reModelfile    = regexp.MustCompile(`(?im)^\s*(FROM|TEMPLATE)\s`)
+	reYAMLTemplate = regexp.MustCompile(`(?m)^\s*chat_template\s*:`)
+	reMessagesTag  = regexp.MustCompile(`\{[%{]-?[^%}]*\bmessages\b`)
+)
 
 // isLzmaAlone matches the .lzma ("alone") header joblib's lzma compressor
 // writes: properties byte 0x5d, a power-of-two dictionary size and an

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -708,6 +710,14 @@ func (e *templateEval) call(n *jnode, called bool) jval {
 		}
 		if _, shadowed := e.env[fn.name]; !shadowed {
 			switch fn.name {
+			case "getattr":
+				// Not a Jinja global (Jinja2 raises UndefinedError), but
+				// runtimes that hand Python's builtins to templates have
+				// it; its key is an attribute walk like |attr.
+				if len(args) >= 2 {
+					e.attr(args[0], args[1], "getattr()", called, n.off)
+				}
+				return jUnknown
 			case "dict":
 				out := jval{}
 				for _, k := range n.kwargs {
@@ -1097,6 +1107,45 @@ func (sc *scan) chatJSON(p place, ra io.ReaderAt, size int64, name string) {
 		}
 	}
 }
+
+// chatYAML checks the chat_template values of a YAML config (a serving
+// stack's model config): every string under a chat_template key, at any
+// depth. A file YAML cannot read has its chat_template lines checked as
+// text.
+func (sc *scan) chatYAML(p place, ra io.ReaderAt, size int64, name string) {
+	data := sc.readText(p, ra, size, path.Base(name))
+	file := path.Base(name)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		for _, m := range reYAMLTemplateLine.FindAllSubmatch(data, 64) {
+			sc.chatTemplate(p, ruleChatTemplate, file+" chat_template", string(m[1]), false)
+		}
+		return
+	}
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		if n == nil || depth > 64 {
+			return
+		}
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if k.Value == "chat_template" && v.Kind == yaml.ScalarNode {
+					sc.chatTemplate(p, ruleChatTemplate, fmt.Sprintf("%s chat_template (line %d)", file, v.Line), v.Value, false)
+					continue
+				}
+				walk(v, depth+1)
+			}
+			return
+		}
+		for _, c := range n.Content {
+			walk(c, depth+1)
+		}
+	}
+	walk(&doc, 0)
+}
+
+var reYAMLTemplateLine = regexp.MustCompile(`(?m)^\s*chat_template\s*:\s*(.+)$`)
 
 // reJSONTemplate finds "chat_template": "…" and "template": "…" in JSON
 // text; group 1 is the key, group 2 the string literal with its escapes.

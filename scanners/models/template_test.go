@@ -194,7 +194,12 @@ func TestChatTemplateFiles(t *testing.T) {
 			t.Errorf("%s %.60q: top severity %v, want %v: %+v", c.path, c.data, top, c.want, fs)
 		}
 	}
-	if New().Wants(&scanners.Artifact{Kind: scanners.ArtifactFile, Path: "config.json"}, []byte(`{"chat_template": "x"}`)) {
-		t.Errorf("config.json wanted")
+	// Any JSON object whose head names chat_template is read (configs
+	// saved under other names); one that does not is not.
+	if !New().Wants(&scanners.Artifact{Kind: scanners.ArtifactFile, Path: "config.json"}, []byte(`{"chat_template": "x"}`)) {
+		t.Errorf("config.json with a chat_template not wanted")
+	}
+	if New().Wants(&scanners.Artifact{Kind: scanners.ArtifactFile, Path: "config.json"}, []byte(`{"hidden_size": 768}`)) {
+		t.Errorf("config.json without a chat_template wanted")
 	}
 }
