@@ -261,6 +261,9 @@ type scan struct {
 	dropped map[string]scanners.Severity
 	// nested counts the pickles walked inside bytes constants.
 	nested int
+	// inPayload is how deep the scan is inside payloads found in
+	// constants (nestedPayload): a call there is hidden on purpose.
+	inPayload int
 }
 
 // summarize adds one finding per rule that was past maxPerRule.

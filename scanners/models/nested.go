@@ -188,7 +188,9 @@ func (sc *scan) nestedPayload(p place, where string, pl payload) {
 	for _, s := range pl.steps[1:] {
 		q = q.child("(" + s + ")")
 	}
+	sc.inPayload++
 	sc.content(q, bytes.NewReader(pl.data), int64(len(pl.data)), "", 1)
+	sc.inPayload--
 }
 
 // sourceRunners are the globals that run a string as Python source.

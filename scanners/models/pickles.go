@@ -245,6 +245,12 @@ func (sc *scan) reportPickle(p place, res *pickle.Result, raw []byte, mode pickl
 		case gr.v.tier == tierDangerous:
 			sc.add(ruleDangerous, gr.v.sev,
 				fmt.Sprintf("The %s%s imports %s%s (%s at byte offset %s): %s. Loading it with torch.load, joblib.load or pickle.load runs it. %s", kind, p.in(), qual, callNote, opsOf(gr.ops), offs(gr.offsets), gr.v.why, ruleDangerous.Fix), ev)
+		case gr.v.tier == tierUnknown && gr.called && sc.inPayload > 0:
+			// No pickler writes a pickle that calls code into a string of
+			// another: whatever unpickles that string runs the call, so
+			// the nesting is the sign (ModelAudit's nested-pickle cases).
+			sc.add(ruleUnknown, scanners.SeverityHigh,
+				fmt.Sprintf("The %s%s imports %s and calls it (%s at byte offset %s), hidden in a constant of the file: no pickler puts a pickle that calls code inside a string, and whatever unpickles that string runs the call. %s", kind, p.in(), qual, opsOf(gr.ops), offs(gr.offsets), ruleUnknown.Fix), ev)
 		case gr.v.tier == tierUnknown:
 			sc.add(ruleUnknown, ruleUnknown.Severity,
 				fmt.Sprintf("The %s%s imports %s%s (%s at byte offset %s), which is neither a known-safe global nor in the trusted library tier; it is imported and may run code on load. %s", kind, p.in(), qual, callNote, opsOf(gr.ops), offs(gr.offsets), ruleUnknown.Fix), ev)
