@@ -6,7 +6,8 @@
 # `mlwarden sbatch --serve` over its Unix socket as job_submit.lua sends it
 # with lua-socket (no process start).
 #
-# Builds mlwarden, mlwarden-sbatch and a hello-world Go binary, and times
+# Builds mlwarden, mlwarden-sbatch and a hello-world Go binary as released
+# (CGO_ENABLED=0, -trimpath, -s -w), and times
 # whole processes started by posix_spawn from one Python loop (no shell in
 # between): /bin/true and hello as the floor, then each binary on three
 # scripts — the clean 60-line training job of deploy/slurm/latency.sh, the
@@ -23,15 +24,18 @@ RUNS=${RUNS:-50}
 work=$(mktemp -d /tmp/mlwarden-sbatch-bench.XXXXXX)
 trap 'kill "${server:-}" 2>/dev/null || true; git worktree remove --force "$work/base" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
-go build -o "$work/mlwarden" ./cmd/mlwarden
-go build -tags mlwarden_sbatch -o "$work/mlwarden-sbatch" ./cmd/mlwarden
+# Built as released (.goreleaser.yaml): static, stripped.
+export CGO_ENABLED=0
+release=(-trimpath -ldflags "-s -w")
+go build "${release[@]}" -o "$work/mlwarden" ./cmd/mlwarden
+go build "${release[@]}" -tags mlwarden_sbatch -o "$work/mlwarden-sbatch" ./cmd/mlwarden
 mkdir "$work/hello"
 printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello") }\n' >"$work/hello/main.go"
-(cd "$work/hello" && go mod init hello >/dev/null 2>&1 && go build -o "$work/hello-go" .)
+(cd "$work/hello" && go mod init hello >/dev/null 2>&1 && go build "${release[@]}" -o "$work/hello-go" .)
 bins=(mlwarden mlwarden-sbatch)
 if [ -n "${BASE:-}" ]; then
 	git worktree add --detach "$work/base" "$BASE" >/dev/null 2>&1
-	(cd "$work/base" && go build -o "$work/mlwarden-base" ./cmd/mlwarden)
+	(cd "$work/base" && go build "${release[@]}" -o "$work/mlwarden-base" ./cmd/mlwarden)
 	bins=(mlwarden-base "${bins[@]}")
 fi
 
