@@ -1,14 +1,13 @@
 package cuda
 
 import (
-	"regexp"
-
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
 // frameworkPin is a framework pinned to a version in a declaration
 // ("torch==2.4.0+cu121", "jax[cuda12]==0.4.30").
-var frameworkPin = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*===?\s*([0-9][^\s;,]*)`)
+var frameworkPin = lazyregexp.New(`^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*===?\s*([0-9][^\s;,]*)`)
 
 // components lists what d declares for the bill of materials: each CUDA
 // version (with how it was declared) and each framework pinned in a

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
 )
@@ -134,7 +134,7 @@ func (t ArchTarget) String() string {
 	return s
 }
 
-var archEntryRe = regexp.MustCompile(`^(\d+)\.(\d+)([af]?)(\+PTX)?$`)
+var archEntryRe = lazyregexp.New(`^(\d+)\.(\d+)([af]?)(\+PTX)?$`)
 
 // ParseArchList reads a TORCH_CUDA_ARCH_LIST value (space- or
 // semicolon-separated).
@@ -196,40 +196,40 @@ func cuTag(d string) (string, bool) {
 // Patterns over text files. They are matched per line.
 var (
 	// torch==2.4.0+cu121, torchvision==0.19.0+cu121 (any +cuXYZ local version).
-	pipCUTagRe = regexp.MustCompile(`(?i)^\s*([a-z0-9][a-z0-9._-]*)(?:\[[^\]]*\])?\s*(?:===?|~=|>=)\s*[0-9][0-9a-z.!*]*\+cu(\d{2,4})\b`)
+	pipCUTagRe = lazyregexp.New(`(?i)^\s*([a-z0-9][a-z0-9._-]*)(?:\[[^\]]*\])?\s*(?:===?|~=|>=)\s*[0-9][0-9a-z.!*]*\+cu(\d{2,4})\b`)
 	// --index-url https://pypi.example.com/whl/cu128 (also --extra-index-url, -i, find-links).
-	pipIndexRe = regexp.MustCompile(`(?i)(?:--(?:extra-)?index-url|-i|--find-links|-f)[ =]\S*/whl/(?:nightly/)?cu(\d{2,4})\b`)
+	pipIndexRe = lazyregexp.New(`(?i)(?:--(?:extra-)?index-url|-i|--find-links|-f)[ =]\S*/whl/(?:nightly/)?cu(\d{2,4})\b`)
 	// nvidia-cuda-runtime-cu12==12.4.127, nvidia-cuda-runtime==13.0.96, cuda-toolkit[cublas]==13.0.2
-	pipRuntimeRe = regexp.MustCompile(`(?i)^\s*(nvidia-cuda-runtime(?:-cu(\d+))?|cuda-toolkit)(?:\[[^\]]*\])?\s*(?:===?|~=|>=)\s*(\d+\.\d+)`)
+	pipRuntimeRe = lazyregexp.New(`(?i)^\s*(nvidia-cuda-runtime(?:-cu(\d+))?|cuda-toolkit)(?:\[[^\]]*\])?\s*(?:===?|~=|>=)\s*(\d+\.\d+)`)
 	// torch / pytorch without a CUDA variant.
-	pipTorchRe = regexp.MustCompile(`(?i)^\s*(torch)\s*(?:$|[=<>~!;\[ ])`)
+	pipTorchRe = lazyregexp.New(`(?i)^\s*(torch)\s*(?:$|[=<>~!;\[ ])`)
 	// conda: - pytorch-cuda=12.1, - cudatoolkit=11.8, - nvidia::cuda-version>=12.4,<13
-	condaRe = regexp.MustCompile(`(?i)^\s*-?\s*(?:[a-z0-9_-]+::)?(pytorch-cuda|cudatoolkit|cuda-version)\s*(?:==?|>=|~=)?\s*(\d+\.\d+)`)
+	condaRe = lazyregexp.New(`(?i)^\s*-?\s*(?:[a-z0-9_-]+::)?(pytorch-cuda|cudatoolkit|cuda-version)\s*(?:==?|>=|~=)?\s*(\d+\.\d+)`)
 	// conda without a CUDA pin: - pytorch
-	condaTorchRe = regexp.MustCompile(`(?i)^\s*-\s*(?:[a-z0-9_-]+::)?(pytorch|pytorch-gpu)\s*(?:$|[=<>\s#])`)
+	condaTorchRe = lazyregexp.New(`(?i)^\s*-\s*(?:[a-z0-9_-]+::)?(pytorch|pytorch-gpu)\s*(?:$|[=<>\s#])`)
 	// module load cuda/12.4, ml CUDA/12.1.1-GCC-12.3.0, module add cudatoolkit/12.2
-	moduleRe     = regexp.MustCompile(`^\s*(?:module\s+(?:load|add|try-load|try-add)|ml)\s+(.*)$`)
-	moduleCUDARe = regexp.MustCompile(`(?i)^(cuda|cudatoolkit|cuda-toolkit|nvhpc-cuda)(?:/(\d+(?:\.\d+)*))?`)
+	moduleRe     = lazyregexp.New(`^\s*(?:module\s+(?:load|add|try-load|try-add)|ml)\s+(.*)$`)
+	moduleCUDARe = lazyregexp.New(`(?i)^(cuda|cudatoolkit|cuda-toolkit|nvhpc-cuda)(?:/(\d+(?:\.\d+)*))?`)
 	// EasyBuild forward compat: CUDAcompat/11.7-515.65.01
-	moduleCompatRe = regexp.MustCompile(`(?i)^cudacompat/(\d+\.\d+)-(\d+(?:\.\d+)+)`)
+	moduleCompatRe = lazyregexp.New(`(?i)^cudacompat/(\d+\.\d+)-(\d+(?:\.\d+)+)`)
 	// export TORCH_CUDA_ARCH_LIST="8.0 9.0+PTX", ENV TORCH_CUDA_ARCH_LIST=..., ARG ...
-	archVarRe = regexp.MustCompile(`(?:^|\s)(?:export\s+|ENV\s+|ARG\s+)?TORCH_CUDA_ARCH_LIST[= ]\s*["']?([^"'\n#]*)`)
+	archVarRe = lazyregexp.New(`(?:^|\s)(?:export\s+|ENV\s+|ARG\s+)?TORCH_CUDA_ARCH_LIST[= ]\s*["']?([^"'\n#]*)`)
 	// Dockerfile: FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04, FROM registry.example.com/nvidia/cuda:13.0.0-base
-	fromCUDARe = regexp.MustCompile(`(?i)^\s*FROM\s+(?:--\S+\s+)*\S*nvidia/cuda:(\d+\.\d+(?:\.\d+)?)`)
+	fromCUDARe = lazyregexp.New(`(?i)^\s*FROM\s+(?:--\S+\s+)*\S*nvidia/cuda:(\d+\.\d+(?:\.\d+)?)`)
 
 	// Lock files: any PyTorch wheel index path, a quoted version with +cuXYZ,
 	// a package name and its version on the following lines.
-	lockIndexRe   = regexp.MustCompile(`/whl/(?:nightly/)?cu(\d{2,4})\b`)
-	lockCUTagRe   = regexp.MustCompile(`["'](?:[a-zA-Z0-9._-]+\s*)?(?:[=<>~!]=*)?\s*[0-9][0-9a-z.!]*\+cu(\d{2,4})["']`)
-	lockNameRe    = regexp.MustCompile(`^\s*(?:name\s*=\s*"([^"]+)"|"([A-Za-z0-9._-]+)"\s*:\s*\{)`)
-	lockVersionRe = regexp.MustCompile(`^\s*"?version"?\s*[=:]\s*"=*([^"]+)"`)
+	lockIndexRe   = lazyregexp.New(`/whl/(?:nightly/)?cu(\d{2,4})\b`)
+	lockCUTagRe   = lazyregexp.New(`["'](?:[a-zA-Z0-9._-]+\s*)?(?:[=<>~!]=*)?\s*[0-9][0-9a-z.!]*\+cu(\d{2,4})["']`)
+	lockNameRe    = lazyregexp.New(`^\s*(?:name\s*=\s*"([^"]+)"|"([A-Za-z0-9._-]+)"\s*:\s*\{)`)
+	lockVersionRe = lazyregexp.New(`^\s*"?version"?\s*[=:]\s*"=*([^"]+)"`)
 
 	// torch/version.py: cuda: Optional[str] = '12.1' / cuda = '12.1' / cuda = None
-	torchVersionCUDARe = regexp.MustCompile(`^cuda\s*(?::\s*[A-Za-z_.\[\]]+\s*)?=\s*(?:'([^']*)'|"([^"]*)"|(None))`)
+	torchVersionCUDARe = lazyregexp.New(`^cuda\s*(?::\s*[A-Za-z_.\[\]]+\s*)?=\s*(?:'([^']*)'|"([^"]*)"|(None))`)
 	// torch-2.4.0+cu121.dist-info
-	torchDistInfoRe = regexp.MustCompile(`(?:^|/)torch-[^/]*\+cu(\d{2,4})\.dist-info/`)
+	torchDistInfoRe = lazyregexp.New(`(?:^|/)torch-[^/]*\+cu(\d{2,4})\.dist-info/`)
 	// /usr/local/cuda-12.4/compat/libcuda.so.550.54.15
-	compatLibRe = regexp.MustCompile(`^/?usr/local/cuda[^/]*/compat/libcuda\.so\.(\d+(?:\.\d+)+)$`)
+	compatLibRe = lazyregexp.New(`^/?usr/local/cuda[^/]*/compat/libcuda\.so\.(\d+(?:\.\d+)+)$`)
 )
 
 // fileKind says how a file artifact's text is read.

@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 )
 
 // LocalHost reads this node's host facts: through NVML when the binary was
@@ -59,15 +60,15 @@ func toolkitVersion(ctx context.Context, run func(ctx context.Context, name stri
 // "NVIDIA Container Toolkit CLI version 1.17.8" (nvidia-ctk), or
 // "cli-version: 1.17.8" / "version: 1.17.8" (nvidia-container-cli).
 var (
-	ctkVersionRe     = regexp.MustCompile(`(?m)^NVIDIA Container Toolkit CLI version\s+(\S+)`)
-	cliVersionRe     = regexp.MustCompile(`(?m)^(?:cli-version|version):\s*(\S+)`)
-	toolkitVersionRe = regexp.MustCompile(`^[0-9]+(\.[0-9]+)+([~.+-][0-9A-Za-z.~+-]*)?$`)
+	ctkVersionRe     = lazyregexp.New(`(?m)^NVIDIA Container Toolkit CLI version\s+(\S+)`)
+	cliVersionRe     = lazyregexp.New(`(?m)^(?:cli-version|version):\s*(\S+)`)
+	toolkitVersionRe = lazyregexp.New(`^[0-9]+(\.[0-9]+)+([~.+-][0-9A-Za-z.~+-]*)?$`)
 )
 
 // ParseToolkitVersion reads the version from `nvidia-ctk --version` or
 // `nvidia-container-cli --version`; "" when there is none.
 func ParseToolkitVersion(out []byte) string {
-	for _, re := range []*regexp.Regexp{ctkVersionRe, cliVersionRe} {
+	for _, re := range []*lazyregexp.Regexp{ctkVersionRe, cliVersionRe} {
 		if m := re.FindSubmatch(out); m != nil && len(m[1]) <= 64 && toolkitVersionRe.Match(m[1]) {
 			return string(m[1])
 		}
@@ -138,7 +139,7 @@ func probeProcSMI(ctx context.Context) (HostFacts, error) {
 
 // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.216.03  Thu ..." and
 // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.195.03  Release Build ..."
-var procVersionRe = regexp.MustCompile(`Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)`)
+var procVersionRe = lazyregexp.New(`Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)`)
 
 // ParseProcVersion reads the driver version from /proc/driver/nvidia/version.
 func ParseProcVersion(s string) (string, error) {
@@ -149,7 +150,7 @@ func ParseProcVersion(s string) (string, error) {
 	return m[1], nil
 }
 
-var smiCUDARe = regexp.MustCompile(`CUDA Version:\s*(\d+\.\d+)`)
+var smiCUDARe = lazyregexp.New(`CUDA Version:\s*(\d+\.\d+)`)
 
 // ParseSMIBanner reads "CUDA Version: 12.4" from nvidia-smi's banner.
 func ParseSMIBanner(out []byte) string {

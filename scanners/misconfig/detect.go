@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"net"
 	"path"
-	"regexp"
 	"strings"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -521,20 +521,20 @@ var (
 		"nanominer": true, "srbminer-multi": true, "bzminer": true, "cpuminer": true, "ccminer": true, "rigel": false,
 	}
 	minerFlags = []string{"--donate-level", "--donate-level=", "--coin", "--cuda-devices", "--nicehash", "--rig-id"}
-	poolURL    = regexp.MustCompile(`(?i)\bstratum[0-9]?\+(?:tcp|ssl|tls)://[^\s"'<>]+`)
+	poolURL    = lazyregexp.New(`(?i)\bstratum[0-9]?\+(?:tcp|ssl|tls)://[^\s"'<>]+`)
 	// Public mining pools seen in cluster compromise reports.
 	poolHosts = []string{"minexmr.com", "supportxmr.com", "xmrpool.eu", "nanopool.org", "2miners.com", "ethermine.org",
 		"f2pool.com", "nicehash.com", "hashvault.pro", "moneroocean.stream", "herominers.com", "unmineable.com",
 		"flypool.org", "c3pool.com", "monerohash.com", "zergpool.com", "woolypooly.com", "kryptex.network",
 		"viabtc.com", "antpool.com", "mining-dutch.nl"}
-	poolHost      = regexp.MustCompile(`(?i)\b(?:[a-z0-9-]+\.)*(?:` + strings.ReplaceAll(strings.Join(poolHosts, "|"), ".", `\.`) + `)\b`)
+	poolHost      = lazyregexp.New(`(?i)\b(?:[a-z0-9-]+\.)*(?:` + strings.ReplaceAll(strings.Join(poolHosts, "|"), ".", `\.`) + `)\b`)
 	minerBinaries = []string{"xmrig", "t-rex", "lolminer", "nbminer", "teamredminer", "ethminer", "phoenixminer", "nanominer", "srbminer-multi", "bzminer"}
-	minerWord     = regexp.MustCompile(`(?i)(?:^|[/\s"'=])(` + strings.Join(minerBinaries, "|") + `)(?:[-._/\s"']|$)`)
+	minerWord     = lazyregexp.New(`(?i)(?:^|[/\s"'=])(` + strings.Join(minerBinaries, "|") + `)(?:[-._/\s"']|$)`)
 )
 
 // minerFile is what follows a miner's name when it is a file: a version
 // (t-rex-0.26.8, xmrig-6.21) or an archive, script or config suffix.
-var minerFile = regexp.MustCompile(`^(?:[-_]v?[0-9]|\.(?:tar|tgz|zip|gz|xz|bz2|7z|deb|rpm|exe|sh|json|conf|service)\b)`)
+var minerFile = lazyregexp.New(`^(?:[-_]v?[0-9]|\.(?:tar|tgz|zip|gz|xz|bz2|7z|deb|rpm|exe|sh|json|conf|service)\b)`)
 
 // minerMention finds a miner's name used as a file: in a path (./xmrig,
 // /opt/t-rex/), a download (t-rex-0.26.8-linux.tar.gz) or a setting
@@ -629,8 +629,8 @@ func (r *run) minerText(lower []byte, doc bool) {
 // and library calls that bind services (launch(server_name=…),
 // ray.init(dashboard_host=…)).
 var (
-	pyJupyterSet = regexp.MustCompile(`^\s*c\.(ServerApp|NotebookApp|LabApp|IdentityProvider|PasswordIdentityProvider)\.(ip|token|password|hashed_password)\s*=\s*(?:u|r)?(?:'([^']*)'|"([^"]*)"|(\S+))`)
-	pyKwarg      = regexp.MustCompile(`\b(server_name|dashboard_host|host)\s*=\s*["'](0\.0\.0\.0|::|\*)["']`)
+	pyJupyterSet = lazyregexp.New(`^\s*c\.(ServerApp|NotebookApp|LabApp|IdentityProvider|PasswordIdentityProvider)\.(ip|token|password|hashed_password)\s*=\s*(?:u|r)?(?:'([^']*)'|"([^"]*)"|(\S+))`)
+	pyKwarg      = lazyregexp.New(`\b(server_name|dashboard_host|host)\s*=\s*["'](0\.0\.0\.0|::|\*)["']`)
 )
 
 func (r *run) python(data []byte) {

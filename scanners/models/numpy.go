@@ -5,12 +5,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"regexp"
+
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 )
 
 // A descr naming an object field: '|O', 'O', '<O8' alone or inside a
 // structured dtype's list of fields.
-var reObjectDescr = regexp.MustCompile(`'[|<>=]?O\d*'|"[|<>=]?O\d*"`)
+var reObjectDescr = lazyregexp.New(`'[|<>=]?O\d*'|"[|<>=]?O\d*"`)
 
 // npy reads an .npy header (versions 1 to 3); an array whose dtype holds
 // Python objects is followed by a pickle, which is walked.

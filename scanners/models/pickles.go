@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/models/pickle"
 )
@@ -340,7 +340,7 @@ func groups2set(res *pickle.Result) map[string]bool {
 
 // Imports as GLOBAL/INST lines ("cos\nsystem\n") and as pairs of short
 // strings followed by STACK_GLOBAL-like layouts ("\x8c\x05posix\x94\x8c\x06system").
-var reGlobalLine = regexp.MustCompile(`[ci]([A-Za-z_][A-Za-z0-9_.]{0,127})\n([A-Za-z_][A-Za-z0-9_.]{0,127})\n`)
+var reGlobalLine = lazyregexp.New(`[ci]([A-Za-z_][A-Za-z0-9_.]{0,127})\n([A-Za-z_][A-Za-z0-9_.]{0,127})\n`)
 
 // byteScan searches the raw bytes of a malformed pickle for imports the walk
 // could not reach (a payload after a frame violation or an unknown opcode).

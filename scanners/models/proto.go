@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"strings"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -31,7 +31,7 @@ var tfUnsafeOps = map[string]string{
 // are used outside it (a node name not under save/ or saver/).
 var tfSaverOps = map[string]bool{"SaveV2": true, "Save": true, "SaveSlices": true, "MergeV2Checkpoints": true, "ShardedFilename": true, "RestoreV2": true, "StringJoin": true, "StaticRegexFullMatch": true}
 
-var reOpIdent = regexp.MustCompile(`^[A-Z][A-Za-z0-9_]{1,63}$`)
+var reOpIdent = lazyregexp.New(`^[A-Z][A-Za-z0-9_]{1,63}$`)
 
 // pbReader reads protobuf bytes through a small block cache so that walking
 // millions of fields costs few reads.

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"path"
-	"regexp"
 	"strings"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners/models/pickle"
 )
 
@@ -156,9 +156,9 @@ func chatTemplateFile(head []byte, name string) format {
 }
 
 var (
-	reModelfile    = regexp.MustCompile(`(?im)^\s*(FROM|TEMPLATE)\s`)
-	reYAMLTemplate = regexp.MustCompile(`(?m)^\s*chat_template\s*:`)
-	reMessagesTag  = regexp.MustCompile(`\{[%{]-?[^%}]*\bmessages\b`)
+	reModelfile    = lazyregexp.New(`(?im)^\s*(FROM|TEMPLATE)\s`)
+	reYAMLTemplate = lazyregexp.New(`(?m)^\s*chat_template\s*:`)
+	reMessagesTag  = lazyregexp.New(`\{[%{]-?[^%}]*\bmessages\b`)
 )
 
 // isLzmaAlone matches the .lzma ("alone") header joblib's lzma compressor

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -1145,11 +1145,11 @@ func (sc *scan) chatYAML(p place, ra io.ReaderAt, size int64, name string) {
 	walk(&doc, 0)
 }
 
-var reYAMLTemplateLine = regexp.MustCompile(`(?m)^\s*chat_template\s*:\s*(.+)$`)
+var reYAMLTemplateLine = lazyregexp.New(`(?m)^\s*chat_template\s*:\s*(.+)$`)
 
 // reJSONTemplate finds "chat_template": "…" and "template": "…" in JSON
 // text; group 1 is the key, group 2 the string literal with its escapes.
-var reJSONTemplate = regexp.MustCompile(`"((?:chat_)?template)"\s*:\s*("(?:[^"\\]|\\.)*")`)
+var reJSONTemplate = lazyregexp.New(`"((?:chat_)?template)"\s*:\s*("(?:[^"\\]|\\.)*")`)
 
 // jinjaFile checks a standalone chat template (transformers'
 // chat_template.jinja, additional_chat_templates/*.jinja).
@@ -1186,4 +1186,4 @@ func (sc *scan) modelfile(p place, ra io.ReaderAt, size int64, name string) {
 	}
 }
 
-var reTemplateCmd = regexp.MustCompile(`(?im)^[ \t]*TEMPLATE[ \t]+`)
+var reTemplateCmd = lazyregexp.New(`(?im)^[ \t]*TEMPLATE[ \t]+`)

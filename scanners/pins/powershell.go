@@ -2,8 +2,9 @@ package pins
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 )
 
 // PowerShell scripts (.ps1 files, and GitHub Actions steps run by pwsh or
@@ -15,11 +16,11 @@ import (
 var (
 	// psPipe: iwr URL | iex, Invoke-RestMethod URL | Invoke-Expression,
 	// (New-Object Net.WebClient).DownloadString(URL) | iex.
-	psPipe = regexp.MustCompile(`(?i)(\b(?:iwr|irm|invoke-webrequest|invoke-restmethod|curl|wget)\b|\.downloadstring\s*\()[^|\n]*\|\s*(?:&\s*)?\b(iex|invoke-expression)\b`)
+	psPipe = lazyregexp.New(`(?i)(\b(?:iwr|irm|invoke-webrequest|invoke-restmethod|curl|wget)\b|\.downloadstring\s*\()[^|\n]*\|\s*(?:&\s*)?\b(iex|invoke-expression)\b`)
 	// psCall: iex (iwr URL), iex ((New-Object Net.WebClient).DownloadString(URL)),
 	// Invoke-Expression (irm URL).
-	psCall = regexp.MustCompile(`(?i)\b(?:iex|invoke-expression)\b\s*(?:-command\s*)?[(&\s]*(?:\b(?:iwr|irm|invoke-webrequest|invoke-restmethod)\b|\(?\s*new-object\s+(?:system\.)?net\.webclient\s*\)?\s*\.downloadstring)`)
-	psURL  = regexp.MustCompile(`(?i)https?://[^\s'")]+`)
+	psCall = lazyregexp.New(`(?i)\b(?:iex|invoke-expression)\b\s*(?:-command\s*)?[(&\s]*(?:\b(?:iwr|irm|invoke-webrequest|invoke-restmethod)\b|\(?\s*new-object\s+(?:system\.)?net\.webclient\s*\)?\s*\.downloadstring)`)
+	psURL  = lazyregexp.New(`(?i)https?://[^\s'")]+`)
 )
 
 // scanPowerShell checks a PowerShell script whose line 1 is r's line 1.

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"strings"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -440,7 +440,7 @@ var goValueOpts = map[string]bool{
 
 // goSemver is a full semantic version, pseudo-versions included: what the
 // module proxy and checksum database fix forever.
-var goSemver = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+var goSemver = lazyregexp.New(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
 
 // goCmd checks go get, go install and go run of a module from the network.
 //

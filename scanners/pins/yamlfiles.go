@@ -2,11 +2,12 @@ package pins
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/mlwarden/mlwarden/scanners"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 )
 
 // yamlFlavor is which kind of YAML file an artifact is.
@@ -172,7 +173,7 @@ func (y *yamlScan) shell(n *yaml.Node) {
 
 // ciExpr is a GitHub Actions expression, ${{ … }}, which the runner
 // substitutes before the shell sees the script.
-var ciExpr = regexp.MustCompile(`\$\{\{[^}\n]*\}\}`)
+var ciExpr = lazyregexp.New(`\$\{\{[^}\n]*\}\}`)
 
 // maskCIExpressions turns each ${{ … }} into a shell parameter expansion of
 // the same length (${GH___}), so that the script parses, offsets and lines
@@ -368,13 +369,13 @@ func matrixValues(m *yaml.Node) map[string][]*yaml.Node {
 }
 
 // ghExpr is a whole-value GitHub expression, ${{ … }}.
-var ghExpr = regexp.MustCompile(`^\$\{\{\s*(.*?)\s*\}\}$`)
+var ghExpr = lazyregexp.New(`^\$\{\{\s*(.*?)\s*\}\}$`)
 
 // ghLiteral is a string literal inside an expression.
-var ghLiteral = regexp.MustCompile(`'((?:[^']|'')*)'`)
+var ghLiteral = lazyregexp.New(`'((?:[^']|'')*)'`)
 
 // ghMatrixRef is matrix.KEY (or matrix['KEY']) inside an expression.
-var ghMatrixRef = regexp.MustCompile(`\bmatrix(?:\.([A-Za-z_][A-Za-z0-9_-]*)|\[\s*'([^']+)'\s*\])`)
+var ghMatrixRef = lazyregexp.New(`\bmatrix(?:\.([A-Za-z_][A-Za-z0-9_-]*)|\[\s*'([^']+)'\s*\])`)
 
 // ghImage judges a job or service container image. A value that is an
 // expression is judged by what it can be: the matrix values it names, at

@@ -3,12 +3,12 @@ package secrets
 import (
 	"bytes"
 	"path"
-	"regexp"
 	"strings"
 	"unicode"
 
 	"github.com/zricethezav/gitleaks/v8/report"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -94,7 +94,7 @@ func secretOnLine(g report.Finding) (line string, pos int, ok bool) {
 // importRe matches import lines: Python (from x import a, b; import a, b),
 // JavaScript and TypeScript (import {a, b} from "x"), Go, Java, Kotlin,
 // Scala, Rust (use a::{b, c}).
-var importRe = regexp.MustCompile(`^\s*(?:from\s+[\w.]+\s+import\b|import\s+[\w.{*]|import\s*\(|use\s+[\w:]+|\}\s*from\s+['"])`)
+var importRe = lazyregexp.New(`^\s*(?:from\s+[\w.]+\s+import\b|import\s+[\w.{*]|import\s*\(|use\s+[\w:]+|\}\s*from\s+['"])`)
 
 // codeExpression reports whether a generic match in a programming
 // language's file is code, not a literal: see the comment at the top.
@@ -139,8 +139,8 @@ func codeExpression(p string, g report.Finding) bool {
 }
 
 var (
-	identRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	dottedRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$`)
+	identRe  = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	dottedRe = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$`)
 )
 
 // codeSyntax reports whether s is written as code: a name, a dotted path, a
@@ -272,7 +272,7 @@ func isNameByte(c byte) bool {
 }
 
 // uuidRe is a UUID.
-var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+var uuidRe = lazyregexp.New(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // publicByDesign reports whether a generic match is a value its issuer
 // publishes on purpose, or a name that holds no credential:

@@ -3,8 +3,9 @@ package secrets
 import (
 	"encoding/base64"
 	"encoding/hex"
-	"regexp"
 	"strings"
+
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 )
 
 // The decode gate.
@@ -34,7 +35,7 @@ const encodingsPattern = `(?P<percent>%[0-9A-Fa-f]{2}(?:.*%[0-9A-Fa-f]{2})?)` +
 	`|(?P<hex>[0-9A-Fa-f]{32,})` +
 	`|(?P<base64>[\w\/+-]{16,}={0,2})`
 
-var encodingsRe = regexp.MustCompile(encodingsPattern)
+var encodingsRe = lazyregexp.New(encodingsPattern)
 
 // gateMinFragment is the fragment size below which the gate is not worth
 // its cost (and the plain detector not worth building): a job script.

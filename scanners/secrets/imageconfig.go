@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/zricethezav/gitleaks/v8/report"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -102,7 +102,7 @@ func execForm(args []string) string {
 
 // buildArgsRe is the build arguments BuildKit and the legacy builder put in
 // front of a RUN's shell: "|2 A=b C=d ".
-var buildArgsRe = regexp.MustCompile(`^\|(\d+)\s+`)
+var buildArgsRe = lazyregexp.New(`^\|(\d+)\s+`)
 
 // historyInstructions turns a history entry's created_by into the
 // Dockerfile instructions it stands for.
@@ -153,4 +153,4 @@ func historyInstructions(createdBy string) string {
 }
 
 // quotedRe is a double-quoted string with escapes.
-var quotedRe = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+var quotedRe = lazyregexp.New(`"(?:[^"\\]|\\.)*"`)

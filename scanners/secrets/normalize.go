@@ -2,8 +2,9 @@ package secrets
 
 import (
 	"bytes"
-	"regexp"
 	"strconv"
+
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 )
 
 // normalize rewrites text so that gitleaks' rules read credentials the way
@@ -52,10 +53,10 @@ func normalize(text []byte) []byte {
 var (
 	// concatRe is the end of one string literal, "+" and the start of the
 	// next, on one line (an escaped quote too, for code inside JSON).
-	concatRe = regexp.MustCompile(`\\?(["'])[ \t]*\+[ \t]*\\?(["'])`)
+	concatRe = lazyregexp.New(`\\?(["'])[ \t]*\+[ \t]*\\?(["'])`)
 	// subscriptRe is a string subscript that is assigned to, not compared:
 	// ["NAME"] = (an escaped or spaced quote too).
-	subscriptRe = regexp.MustCompile(`\[[ \t]*\\?["'][ \t]*([A-Za-z_][A-Za-z0-9_.-]{0,100})[ \t]*\\?["'][ \t]*\][ \t]*=([^=]|$)`)
+	subscriptRe = lazyregexp.New(`\[[ \t]*\\?["'][ \t]*([A-Za-z_][A-Za-z0-9_.-]{0,100})[ \t]*\\?["'][ \t]*\][ \t]*=([^=]|$)`)
 )
 
 func hasConcat(text []byte) bool {

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/report"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/suppress"
 )
@@ -713,7 +713,7 @@ func dedupe(gfs []report.Finding) []report.Finding {
 // after a key-like word: snake_case and SCREAMING_CASE words, camelCase and
 // PascalCase words, and dotted attribute paths of those — letters only, so
 // that no digit-bearing token is ever dropped.
-var identifierRe = regexp.MustCompile(`^(?:[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)+|[a-z]+(?:[A-Z][a-z]+)+|(?:[A-Z][a-z]+){2,}|[A-Za-z_]+(?:\.[A-Za-z_]+)+)$`)
+var identifierRe = lazyregexp.New(`^(?:[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)+|[a-z]+(?:[A-Z][a-z]+)+|(?:[A-Z][a-z]+){2,}|[A-Za-z_]+(?:\.[A-Za-z_]+)+)$`)
 
 // codeExts are programming languages, where an unquoted name is a
 // reference to a variable (in .env, YAML or shell, it is the value itself).
@@ -758,7 +758,7 @@ func codeReference(p, line, secret string) bool {
 }
 
 // digestRe is a hex digest of a common length: MD5, SHA-1, SHA-256, SHA-512.
-var digestRe = regexp.MustCompile(`^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64}|[0-9a-fA-F]{128})$`)
+var digestRe = lazyregexp.New(`^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64}|[0-9a-fA-F]{128})$`)
 
 // namedDigest reports whether a generic rule's secret is a hex digest on a
 // line that says it is one ("key_sha256": "…", checksum = …): test vectors

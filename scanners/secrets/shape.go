@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/zricethezav/gitleaks/v8/report"
+
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 )
 
 // Reading a match's value by its shape.
@@ -168,7 +170,7 @@ func ascending(b []byte) bool {
 
 // versionPartRe is a part of a model name that holds digits: a version, a
 // size (0.6b, 7b, 4h), a date (0125), a name with its generation (qwen3).
-var versionPartRe = regexp.MustCompile(`^(?:[0-9]+(?:\.[0-9]+)*[a-z]?|[a-z]{2,}[0-9]+(?:\.[0-9]+)?)$`)
+var versionPartRe = lazyregexp.New(`^(?:[0-9]+(?:\.[0-9]+)*[a-z]?|[a-z]{2,}[0-9]+(?:\.[0-9]+)?)$`)
 
 // modelName reports whether s is a hyphenated name of words and versions,
 // as model names are (gpt-4-turbo-browsing, qwen3-asr-0.6b,

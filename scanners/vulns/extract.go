@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/rules"
 	"github.com/mlwarden/mlwarden/scanners"
 )
@@ -152,7 +152,7 @@ var toolkitDebs = []string{"nvidia-container-toolkit", "nvidia-container-toolkit
 
 // Driver packages: Debian's nvidia-driver, Ubuntu's nvidia-driver-NNN
 // (-server, -open), NVIDIA's cuda-drivers and nvidia-open meta packages.
-var driverDeb = regexp.MustCompile(`^(nvidia-driver(-[0-9]+)?(-server)?(-open)?|cuda-drivers(-[0-9]+)?|nvidia-open(-[0-9]+)?)$`)
+var driverDeb = lazyregexp.New(`^(nvidia-driver(-[0-9]+)?(-server)?(-open)?|cuda-drivers(-[0-9]+)?|nvidia-open(-[0-9]+)?)$`)
 
 // debProduct maps a dpkg package name to the advisory table's package.
 func debProduct(name string) string {
@@ -296,7 +296,7 @@ func pypi(name, version string, line int, from string) Package {
 
 // An exact pin in a requirement (PEP 508): name, extras, == or ===, a
 // version without wildcards, then markers or other specifiers.
-var pinRe = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([0-9A-Za-z!+._-]+)\s*(?:[,;].*)?$`)
+var pinRe = lazyregexp.New(`^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([0-9A-Za-z!+._-]+)\s*(?:[,;].*)?$`)
 
 // pinned reads an exact pin from one requirement string.
 func pinned(req string) (name, version string, ok bool) {

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -69,8 +69,8 @@ func (s *Scanner) addTorch(target string, pl *place) {
 	}
 }
 
-var torchLoadRe = regexp.MustCompile(`\btorch\.load\s*\(`)
-var weightsOnlyRe = regexp.MustCompile(`weights_only\s*=\s*True`)
+var torchLoadRe = lazyregexp.New(`\btorch\.load\s*\(`)
+var weightsOnlyRe = lazyregexp.New(`weights_only\s*=\s*True`)
 
 // noteLoads records the torch.load calls of a Python source or notebook,
 // and returns them.

@@ -9,13 +9,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -28,7 +28,7 @@ import (
 // inside the repository's folder only.
 
 // repoFolder matches a repository's folder in the cache.
-var repoFolder = regexp.MustCompile(`^(model|dataset|space)s--(.+)$`)
+var repoFolder = lazyregexp.New(`^(model|dataset|space)s--(.+)$`)
 
 // cacheExtras are what a cache root holds besides repository folders.
 var cacheExtras = map[string]bool{".locks": true, "CACHEDIR.TAG": true, "version.txt": true, ".xet": true}

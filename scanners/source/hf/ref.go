@@ -9,8 +9,9 @@ package hf
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 )
 
 // Repository types, as the Hub's API names them in /api/{type}s/.
@@ -38,7 +39,7 @@ type Ref struct {
 }
 
 // repoPart is one component of a repository id, as the Hub accepts them.
-var repoPart = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$`)
+var repoPart = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$`)
 
 // ParseRef reads what follows "hf:": [models/|datasets/|spaces/]ORG/NAME
 // with an optional @REVISION (a branch, tag or commit; it may hold "/", as
