@@ -1,7 +1,7 @@
 // Package lazyregexp is a regexp compiled at its first use, for the
 // package-level expressions of checks: compiled at init, every process
 // pays for all of them, and the per-job sbatch hook uses a few (it starts
-// once per submitted job; docs/design/sbatch-hook.md). It is Go's own
+// once per submitted job; docs/design/sbatch-hook.md). Modelled on Go's
 // internal/lazyregexp: in a test binary the expression is compiled at
 // once, so that a bad one fails every test of its package.
 package lazyregexp
