@@ -130,6 +130,14 @@ func (c *classifier) classify(module, name string) verdict {
 		head, rest := strings.Join(parts[:i], "."), strings.Join(parts[i:], ".")
 		cands = append(cands, [2]string{module + "." + head, rest}, [2]string{head, rest})
 	}
+	// A module path through a dangerous attribute of its parent
+	// ("torch.compile", "x": torch.compile is a function, not a module) is
+	// judged as that attribute: the import names it, whatever resolves it.
+	if mparts := strings.Split(module, "."); len(mparts) > 1 {
+		for i := 1; i < len(mparts); i++ {
+			cands = append(cands, [2]string{strings.Join(mparts[:i], "."), strings.Join(mparts[i:], ".") + "." + name})
+		}
+	}
 	for _, cd := range cands {
 		if e, ok := c.dangerousEntry(cd[0], cd[1]); ok {
 			sev := scanners.SeverityCritical

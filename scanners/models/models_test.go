@@ -368,6 +368,8 @@ func TestClassify(t *testing.T) {
 		{"pathlib", "os.system", tierDangerous},
 		{"numpy.testing._private.utils", "runstring", tierDangerous},
 		{"torch.serialization", "load", tierDangerous},
+		{"torch.compile", "dangerous", tierDangerous}, // a module path through torch's compile (fickling's suite)
+		{"torch.nn.modules.linear", "Linear", tierLibrary},
 		{"mymodule", "MyClass", tierUnknown},
 		{"__main__", "Net", tierUnknown},
 	}
