@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/mlwarden/mlwarden/scanners"
 )
@@ -23,7 +24,11 @@ type htmlWriter struct{ o Options }
 //go:embed html.tmpl
 var htmlTemplate string
 
-var htmlPage = template.Must(template.New("report").Parse(htmlTemplate))
+// htmlPage is parsed at the first HTML report, not at init: every process
+// that links reports (the per-job sbatch hook too) paid for it.
+var htmlPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Parse(htmlTemplate))
+})
 
 type htmlData struct {
 	Version  string
@@ -103,5 +108,5 @@ func (h *htmlWriter) Write(w io.Writer, res *scanners.Result) error {
 	for _, e := range res.Errors {
 		d.Errors = append(d.Errors, e.Error())
 	}
-	return htmlPage.Execute(w, d)
+	return htmlPage().Execute(w, d)
 }
