@@ -16,6 +16,7 @@ import (
 // plain data stays quiet.
 func TestNestedCallIsHigh(t *testing.T) {
 	call := "cbuiltins\nprint\n(S'hi'\ntR."
+	call2 := "\x80\x02cbuiltins\nprint\nX\x02\x00\x00\x00hi\x85R."
 	data := "(dp0\nS'a'\nI1\ns."
 	wrap := func(inner string) []byte { return []byte("(dp0\nS'payload'\nS'" + inner + "'\ns.") }
 	dir := t.TempDir()
@@ -27,6 +28,7 @@ func TestNestedCallIsHigh(t *testing.T) {
 		{"top level", []byte(call), scanners.SeverityMedium},
 		{"base64 in a string", wrap(base64.StdEncoding.EncodeToString([]byte(call))), scanners.SeverityHigh},
 		{"hex in a string", wrap(hex.EncodeToString([]byte(call))), scanners.SeverityHigh},
+		{"raw in a bytes constant", append(append([]byte{0x80, 3, 'C', byte(len(call2))}, call2...), '.'), scanners.SeverityHigh},
 		{"plain data nested", wrap(base64.StdEncoding.EncodeToString([]byte(data))), 0},
 	} {
 		p := filepath.Join(dir, "m.pkl")

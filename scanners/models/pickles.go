@@ -66,7 +66,9 @@ func (sc *scan) pickle(p place, r io.Reader, mode pickleMode, _ io.ReaderAt) *pi
 			return
 		}
 		sc.nested++
+		sc.inPayload++
 		sc.pickle(p.child(fmt.Sprintf("(pickle in a bytes constant at offset %d)", off)), strings.NewReader(data), pickleRaw, nil)
+		sc.inPayload--
 	}
 	strs := func(ss []pickle.String) { sc.pickleStrings(p, ss) }
 	if sc.s.strings == nil {
