@@ -12,9 +12,10 @@
 # between): /bin/true and hello as the floor, then each binary on three
 # scripts — the clean 60-line training job of deploy/slurm/latency.sh, the
 # demo's train.sbatch (rejected: a pip index), and a job with a Hugging Face
-# token made at run time (rejected). Prints the median and p90 wall time and
-# the median CPU time (user+sys) of RUNS runs each, after 3 warm-up runs, and
-# the ratio of each median to /bin/true's and hello's.
+# token made at run time (rejected). The commands run round robin (3 warm-up
+# rounds, then RUNS rounds), so that a change of load touches all alike.
+# Prints the median and p90 wall time and the median CPU time (user+sys) of
+# each, and the ratio of each median to /bin/true's and hello's.
 #
 #   bench/sbatch.sh                  # RUNS=50
 #   BASE=<git ref> bench/sbatch.sh   # also `mlwarden sbatch` as built at that commit
@@ -87,27 +88,28 @@ def ask(script):
     first = out.split(b"\n", 1)[0]  # "exit N"
     return (time.perf_counter() - s) * 1000, None, int(first[5:]) if first.startswith(b"exit ") else -1
 
-def measure(label, fn):
-    for _ in range(3):
-        fn()
-    wall, cpu, codes = [], [], set()
-    for _ in range(runs):
-        w, c, code = fn()
-        wall.append(w)
-        if c is not None:
-            cpu.append(c)
-        codes.add(code)
-    wall.sort()
-    rows.append((label, statistics.median(wall), wall[int(len(wall) * 0.9)], statistics.median(cpu) if cpu else None, sorted(codes)))
-
-measure("/bin/true", lambda: spawn(["/bin/true"]))
-measure("hello (Go)", lambda: spawn([work + "/hello-go"]))
+cmds = [("/bin/true", lambda: spawn(["/bin/true"])), ("hello (Go)", lambda: spawn([work + "/hello-go"]))]
 for script in ("job", "demo", "token"):
     path = "%s/%s.sbatch" % (work, script)
     for b in bins:
-        measure("%s sbatch %s.sbatch" % (b, script), lambda b=b, path=path: spawn([work + "/" + b, "sbatch", path]))
+        cmds.append(("%s sbatch %s.sbatch" % (b, script), lambda b=b, path=path: spawn([work + "/" + b, "sbatch", path])))
     data = open(path, "rb").read()
-    measure("socket %s.sbatch" % script, lambda data=data: ask(data))
+    cmds.append(("socket %s.sbatch" % script, lambda data=data: ask(data)))
+# Round robin, so that a change of load touches every command alike.
+res = {label: ([], [], set()) for label, _ in cmds}
+for rnd in range(runs + 3):
+    for label, fn in cmds:
+        w, c, code = fn()
+        if rnd < 3:
+            continue  # warm-up
+        res[label][0].append(w)
+        if c is not None:
+            res[label][1].append(c)
+        res[label][2].add(code)
+for label, _ in cmds:
+    wall, cpu, codes = res[label]
+    wall.sort()
+    rows.append((label, statistics.median(wall), wall[int(len(wall) * 0.9)], statistics.median(cpu) if cpu else None, sorted(codes)))
 
 true_ms, hello_ms = rows[0][1], rows[1][1]
 print("%-36s %9s %8s %9s %8s %8s  %s" % ("command", "median_ms", "p90_ms", "cpu_ms", "x_true", "x_hello", "exit"))
