@@ -46,6 +46,7 @@ type Scanner struct {
 	configFile string
 	maxBytes   int64
 	wantLazy   bool
+	noWindows  bool // hand gitleaks whole fragments (the tests' reference)
 
 	rs    *ruleSet
 	det   *detect.Detector        // with decoding passes
@@ -59,6 +60,9 @@ type Scanner struct {
 	// bin is a detector over those rules only, built on first use.
 	binKeys *ahocorasick.Trie
 	bin     func() *detect.Detector
+	// win cuts fragments into keyword windows (windows.go); nil with lazy
+	// rules, which compile per input, or when a rule has no keyword.
+	win *windower
 }
 
 // Option configures a Scanner.
@@ -127,6 +131,9 @@ func New(opts ...Option) (*Scanner, error) {
 func (s *Scanner) describe() {
 	s.rules, s.byID = describe(s.rs)
 	s.binKeys = binaryKeywords(s.rs)
+	if s.lazy == nil && !s.noWindows {
+		s.win = newWindower(s.rs)
+	}
 	rs := s.rs
 	s.bin = sync.OnceValue(func() *detect.Detector { return binaryDetector(rs) })
 	s.gitleaksID = make(map[string]string, len(s.byID))
@@ -492,19 +499,30 @@ func (s *Scanner) detect(ctx context.Context, a *scanners.Artifact, text []byte,
 func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte, firstLine int) []report.Finding {
 	var out []report.Finding
 	line := firstLine
+	windows := s.win != nil && !s.win.wholeFile(path)
 	for len(text) > 0 {
 		end, next := fragmentEnd(text)
 		frag := text[:end]
 		text = text[next:]
 		raw := string(normalize(frag))
-		det := s.detector(raw)
-		//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
-		out = append(out, det.DetectContext(ctx, detect.Fragment{
-			Raw:       raw,
-			FilePath:  path,
-			CommitSHA: commit,
-			StartLine: line,
-		})...)
+		det, decoding := s.detector(raw)
+		var wins []span
+		whole := true
+		if windows && !decoding {
+			wins, whole = s.win.windows(raw)
+		}
+		if whole {
+			wins = []span{{start: 0, end: len(raw)}}
+		}
+		for _, w := range wins {
+			//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
+			out = append(out, det.DetectContext(ctx, detect.Fragment{
+				Raw:       raw[w.start:w.end],
+				FilePath:  path,
+				CommitSHA: commit,
+				StartLine: line + w.line,
+			})...)
+		}
 		line += bytes.Count(frag[:next], []byte{'\n'})
 	}
 	return out
@@ -514,19 +532,22 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 // when nothing in it can decode (see mayDecode), and with lazy rules only
 // over the rules whose keywords it holds. Each pick finds what the full
 // decoding detector would.
-func (s *Scanner) detector(raw string) fragmentDetector {
+//
+// decoding says the detector decodes segments: its findings may come from
+// text the raw fragment does not hold, so the fragment goes to it whole.
+func (s *Scanner) detector(raw string) (d fragmentDetector, decoding bool) {
 	if s.lazy != nil {
 		if !mayDecode(raw) {
 			if d, err := s.lazy.plainFor(raw); err == nil {
-				return d
+				return d, false
 			}
 		}
-		return s.lazy.full()
+		return s.lazy.full(), true
 	}
 	if len(raw) >= gateMinFragment && !mayDecode(raw) {
-		return s.plain() // the same findings, without the decoding pass
+		return s.plain(), false // the same findings, without the decoding pass
 	}
-	return s.det
+	return s.det, true
 }
 
 // fragmentSize is the text handed to gitleaks' detector at once. gitleaks
