@@ -377,6 +377,17 @@ func TestCliFilter(t *testing.T) {
 		t.Fatalf("cli_filter.lua has no %q line", unset)
 	}
 	lua = bytes.Replace(lua, []byte(unset), []byte("local MLWARDEN = \""+bin+"\"\n"), 1)
+	// mlwarden-sbatch when .ci/slurm.sh built it (it does), as on a submit
+	// host with both installed.
+	const lean = "local MLWARDEN_SBATCH = \"/usr/local/bin/mlwarden-sbatch\"\n"
+	if !bytes.Contains(lua, []byte(lean)) {
+		t.Fatalf("cli_filter.lua has no %q line", lean)
+	}
+	leanBin := os.Getenv("MLWARDEN_TEST_SLURM_SBATCH_BIN")
+	if leanBin == "" {
+		leanBin = "/nonexistent/mlwarden-sbatch"
+	}
+	lua = bytes.Replace(lua, []byte(lean), []byte("local MLWARDEN_SBATCH = \""+leanBin+"\"\n"), 1)
 	if err := os.WriteFile(filepath.Join(dir, "cli_filter.lua"), lua, 0o644); err != nil {
 		t.Fatal(err)
 	}
