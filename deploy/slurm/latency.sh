@@ -2,8 +2,10 @@
 # deploy/slurm/latency.sh — what the job_submit hook adds to each sbatch call.
 #
 # Starts the loopback cluster of .ci/slurm.sh three times — without the
-# plugin (the baseline), with job_submit.lua running mlwarden for each job
-# (exec), and with job_submit.lua asking `mlwarden sbatch --serve` over a
+# plugin (the baseline), with job_submit.lua running mlwarden-sbatch (the
+# hook's binary, which .ci/slurm.sh builds) for each job (exec; bench/sbatch.sh
+# times the process alone, beside mlwarden), and with job_submit.lua asking
+# `mlwarden sbatch --serve` over a
 # Unix socket (socket) — submits N held copies of a typical 60-line training
 # script to each, and prints the median and p99 of sbatch's wall time and
 # what the hook adds to them.
