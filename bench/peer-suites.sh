@@ -11,8 +11,9 @@
 #
 # DIR (default /tmp/mlwarden-peer-suites) is outside the repository: the peers'
 # files are never committed. MIRROR (default /work/.mirror) holds bare git
-# directories named owner+name/repo; a repository missing there is cloned from
-# GitHub (depth 1). MLWARDEN is the binary (default: go build into $DIR).
+# directories named owner+name/repo; a suite's fixed commit (below) missing
+# there is fetched from GitHub, that commit alone. MLWARDEN is the binary
+# (default: go build into $DIR).
 # Peers run from source with /usr/bin/python3 and PYTHONPATH set to their
 # tree: picklescan and fickling need only the standard library and numpy;
 # modelscan needs click, rich and tomlkit (Debian: python3-click python3-rich
@@ -26,20 +27,33 @@ root=$(cd "$here/.." && pwd)
 DIR=${DIR:-/tmp/mlwarden-peer-suites}
 MIRROR=${MIRROR:-/work/.mirror}
 PY=${PY:-/usr/bin/python3}
+# The suites at the commits the table in docs/design/models.md was measured
+# on (COMMIT_<name>=<sha> picks another).
+declare -A commits=(
+  [picklescan]=f15d54da3dec9aa28a87ede82f87882bb80f1023
+  [fickling]=854c99acd2637f97162dd2e1aa2dab4e8d55d77d
+  [modelscan]=8b8ed4bf78a863fcf3b664888dc7ff6ae22f5230
+  [modelaudit]=5ddfcdc34310d45a209872c7300585a3aa481971
+)
 repos=(mmaitre314/picklescan trailofbits/fickling protectai/modelscan promptfoo/modelaudit)
 
 restore() {
   mkdir -p "$DIR/src"
   for r in "${repos[@]}"; do
     name=${r#*/} gitdir=$MIRROR/${r/\//+}/repo
-    if [[ ! -d $gitdir ]]; then
+    want=COMMIT_$name
+    commit=${!want:-${commits[$name]}}
+    if ! git --git-dir="$gitdir" cat-file -e "$commit^{commit}" 2>/dev/null; then
+      # Not in the mirror: fetch exactly that commit from GitHub.
       gitdir=$DIR/clone/$name.git
-      [[ -d $gitdir ]] || git clone --quiet --bare --depth 1 "https://github.com/$r" "$gitdir"
+      if ! git --git-dir="$gitdir" cat-file -e "$commit^{commit}" 2>/dev/null; then
+        git init --quiet --bare "$gitdir"
+        git --git-dir="$gitdir" fetch --quiet --depth 1 "https://github.com/$r" "$commit"
+      fi
     fi
     out=$DIR/src/$name
     rm -rf "$out"
     mkdir -p "$out"
-    commit=$(git --git-dir="$gitdir" rev-parse HEAD)
     # Blob by blob: a partial mirror may lack large files (git archive stops at the first).
     missing=0
     while read -r mode type sha path; do
@@ -51,7 +65,7 @@ restore() {
         missing=$((missing + 1))
       fi
       if [[ $mode == 100755 ]]; then chmod +x "$out/$path" 2>/dev/null || true; fi
-    done < <(git --git-dir="$gitdir" ls-tree -r HEAD | tr '\t' ' ')
+    done < <(git --git-dir="$gitdir" ls-tree -r "$commit" | tr '\t' ' ')
     echo "$commit" >"$out/.commit"
     echo "restored $r@${commit:0:7} into $out ($missing blobs missing from the mirror)"
   done

@@ -611,7 +611,7 @@ func (s *Scanner) convert(a *scanners.Artifact, gfs []report.Finding, where func
 			continue // pad_token_id=pad_token_id, "key_sha256": "<hex>", key.dtype == torch.bfloat16: not credentials
 		}
 		if notCredential(g, near, generic) {
-			continue // A1b2C3d4E5f6, gpt-4-turbo-browsing, "Dropbox: Revolutionizing": see shape.go
+			continue // A1b2C3d4E5f6, gpt-4-turbo-browsing, a word after "Dropbox:": see shape.go
 		}
 		r, ok := s.byID[g.RuleID]
 		if !ok {

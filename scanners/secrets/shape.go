@@ -22,9 +22,10 @@ import (
 // "query_key_value", "mlp.dense_4h_to_h"), file digests keyed by file name
 // (a manifest "truststore/_api.py": "<sha256>") or sitting among other
 // digests, and PostHog's public project keys; and one vendor rule took an
-// English word for a token (Dropbox: Revolutionizing, gitleaks' 15-character
-// dropbox-api-token). A value under a password-like name is never dropped
-// by its shape: a dictionary word or a passphrase is a real password.
+// English word for a token (gitleaks' 15-character dropbox-api-token on
+// "Dropbox:" and the 15-letter word of a sentence after it). A value under
+// a password-like name is never dropped by its shape: a dictionary word or
+// a passphrase is a real password.
 
 // notCredential reports whether a match's value, by its shape and the name
 // it is assigned to, is not a credential. generic is whether the match is
@@ -272,8 +273,9 @@ func secretName(before string) bool {
 }
 
 // inProse reports whether a match's secret is followed on its line by a
-// space and a word: a sentence goes on after it (Dropbox: Revolutionizing
-// File Storage), where a credential in a file ends its value.
+// space and a word: a sentence goes on after it (a product name, a colon,
+// and a headline of capitalised words), where a credential in a file ends
+// its value.
 func inProse(g report.Finding) bool {
 	line, pos, ok := secretOnLine(g)
 	if !ok {
