@@ -208,7 +208,7 @@ func sourceRefs(src string) (refs []srcRef, strs []pytok, statements bool) {
 			case head == "getattr" && call && j+1 < len(toks):
 				// getattr(os, 'system')
 				obj, k := dotted(toks, j+1)
-				if k+1 < len(toks) && toks[k].val == "," && toks[k+1].kind == 's' {
+				if obj != "" && k+1 < len(toks) && toks[k].val == "," && toks[k+1].kind == 's' && toks[k+1].val != "" {
 					mod := resolve(alias, obj)
 					refs = append(refs, srcRef{module: mod, name: toks[k+1].val, call: true, line: t.line})
 					statements = true
