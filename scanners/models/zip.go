@@ -56,15 +56,36 @@ const (
 
 // readZipDir reads the central directory.
 func readZipDir(ra io.ReaderAt, size int64, maxEntries int) ([]zipEntry, error) {
-	tail := int64(65535 + 22 + 20)
-	if tail > size {
-		tail = size
+	// The end record is the last signature in the file's last 64 KiB (its
+	// comment may be that long). The last KiB is read first, as Go's
+	// archive/zip does: it holds the record of nearly every zip, and the
+	// last signature in a suffix is the last one in the whole tail, so the
+	// answer is the same. Every read here is announced to a reader over the
+	// network (exactRead), which then fetches those bytes and not the
+	// blocks around them: a checkpoint's last tensor ends where its
+	// directory starts.
+	readTail := func(n int64) ([]byte, error) {
+		n = min(n, size)
+		buf := make([]byte, n)
+		exactRead(ra, size-n, n)
+		if _, err := ra.ReadAt(buf, size-n); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read zip end: %w", err)
+		}
+		return buf, nil
 	}
-	buf := make([]byte, tail)
-	if _, err := ra.ReadAt(buf, size-tail); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read zip end: %w", err)
+	buf, err := readTail(1024 + 22 + 20)
+	if err != nil {
+		return nil, err
 	}
 	i := bytes.LastIndex(buf, []byte("PK\x05\x06"))
+	if (i < 20 || len(buf)-i < 22) && int64(len(buf)) < size {
+		// Not in the last KiB, or too near its start to see the zip64
+		// locator before it: the whole tail.
+		if buf, err = readTail(65535 + 22 + 20); err != nil {
+			return nil, err
+		}
+		i = bytes.LastIndex(buf, []byte("PK\x05\x06"))
+	}
 	if i < 0 || len(buf)-i < 22 {
 		return nil, errors.New("no end of central directory record")
 	}
@@ -76,6 +97,7 @@ func readZipDir(ra io.ReaderAt, size int64, maxEntries int) ([]zipEntry, error) 
 		off := binary.LittleEndian.Uint64(buf[i-20+8:])
 		rec := make([]byte, 56)
 		if off < uint64(size) {
+			exactRead(ra, int64(off), min(56, size-int64(off)))
 			if _, err := ra.ReadAt(rec, int64(off)); err == nil && binary.LittleEndian.Uint32(rec) == sigEOCD64 {
 				entries = binary.LittleEndian.Uint64(rec[32:])
 				cdSize = binary.LittleEndian.Uint64(rec[40:])
@@ -88,6 +110,9 @@ func readZipDir(ra io.ReaderAt, size int64, maxEntries int) ([]zipEntry, error) 
 	}
 	// Read entry by entry (never the whole directory), keeping at most
 	// maxEntries.
+	if cdSize <= maxExactDir {
+		exactRead(ra, int64(cdOff), int64(cdSize))
+	}
 	cdr := bufio.NewReaderSize(io.NewSectionReader(ra, int64(cdOff), int64(cdSize)), 64<<10)
 	var out []zipEntry
 	for {
@@ -124,6 +149,29 @@ func readZipDir(ra io.ReaderAt, size int64, maxEntries int) ([]zipEntry, error) 
 		return out, fmt.Errorf("end record says %d entries, the directory holds %d", entries, len(out))
 	}
 	return out, nil
+}
+
+// maxExactDir is the largest central directory announced as one exact
+// read (a checkpoint of 10,000 tensors has about 1 MiB of directory);
+// larger ones are read in blocks.
+const maxExactDir = 4 << 20
+
+// exactRead tells a reader that fetches over the network which bytes the
+// next read needs (scanners/source/ranged's PrefetchRange), through the
+// section readers around it, so that it fetches exactly those; any other
+// reader is left alone.
+func exactRead(ra io.ReaderAt, off, n int64) {
+	for {
+		sr, ok := ra.(*io.SectionReader)
+		if !ok {
+			break
+		}
+		outer, base, _ := sr.Outer()
+		ra, off = outer, off+base
+	}
+	if p, ok := ra.(interface{ PrefetchRange(off, n int64) }); ok && n > 0 {
+		p.PrefetchRange(off, n)
+	}
 }
 
 func zip64Extra(x []byte, e *zipEntry) {

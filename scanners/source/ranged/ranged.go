@@ -247,7 +247,7 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	var err error
 	if data := r.extentLocked(off, int64(len(want))); data != nil {
 		copy(want, data)
-	} else if int64(len(want)) > r.o.CacheBytes/2 {
+	} else if int64(len(want)) > r.o.CacheBytes/2 || r.blockReachesBack(off) {
 		err = r.direct(want, off)
 	} else {
 		err = r.cached(want, off)
@@ -345,6 +345,23 @@ func (r *Reader) cached(p []byte, off int64) error {
 func (r *Reader) holds(b, hi int64) bool {
 	el, ok := r.blocks[b]
 	return ok && b*BlockSize+int64(len(el.Value.(*block).data)) >= hi
+}
+
+// blockReachesBack reports whether the block that holds off starts inside
+// an earlier zip member than the one off is in, more than a few KiB before
+// that member's end, once the directory has been read: fetching that block
+// would fetch the end of the member before (a tensor's data before the
+// next member's local header), so the read is fetched as it is asked
+// instead.
+func (r *Reader) blockReachesBack(off int64) bool {
+	i := sort.Search(len(r.members), func(i int) bool { return r.members[i].Off > off }) - 1
+	if i < 1 {
+		return false
+	}
+	start := off / BlockSize * BlockSize
+	prev := r.members[i-1]
+	// More than the gap Prefetch fetches between small members anyway.
+	return start < r.members[i].Off && prev.Off+prev.Len-start > prefetchGap
 }
 
 // clampToMember ends a fetch from from at the end of the zip member it is
@@ -466,6 +483,11 @@ type extent struct {
 // fetches with them in one request (the few bytes of small zip members
 // between their headers), rather than making two requests.
 const prefetchGap = 4 << 10
+
+// PrefetchRange fetches exactly [off, off+n) for a read about to come,
+// not rounded to blocks: a zip's end record and directory, whose
+// neighbouring blocks hold the last tensor's data.
+func (r *Reader) PrefetchRange(off, n int64) { r.Prefetch([]Range{{Off: off, Len: n}}) }
 
 // Prefetch fetches exactly the given ranges (merged where they touch or
 // nearly do) that no block holds, up to half the cache, several requests
