@@ -2,8 +2,6 @@ package secrets
 
 import (
 	"path"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/zricethezav/gitleaks/v8/report"
@@ -247,10 +245,16 @@ func fileName(name string) bool {
 // outputs, lock files), not credentials.
 func amongDigests(g report.Finding, near around) bool {
 	secret := strings.TrimSpace(g.Secret)
-	re := regexp.MustCompile(`["'=: ]([0-9a-fA-F]{` + strconv.Itoa(len(secret)) + `})\b`)
 	others := 0
 	for _, l := range strings.Split(near.lines(g.StartLine, 3), "\n") {
-		m := re.FindStringSubmatchIndex(l)
+		// The first digest of the secret's length on the line.
+		var m []int
+		for _, c := range hexValueRe.FindAllStringSubmatchIndex(l, -1) {
+			if c[3]-c[2] == len(secret) {
+				m = c
+				break
+			}
+		}
 		if m == nil || strings.Contains(l, secret) {
 			continue
 		}
@@ -261,6 +265,10 @@ func amongDigests(g report.Finding, near around) bool {
 	}
 	return others >= 2
 }
+
+// hexValueRe is a hex value of a digest's length after a quote, an
+// operator or a space.
+var hexValueRe = lazyregexp.New(`["'=: ]([0-9a-fA-F]{32,128})\b`)
 
 // secretName reports whether the text before a value names a credential.
 func secretName(before string) bool {
