@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"sync"
 )
 
@@ -38,6 +39,13 @@ type Record struct {
 	Components []Component
 	// Skipped are the paths --skip-files and --skip-dirs left out.
 	Skipped []string
+	// FS is never stored: a source that replays a record into a target
+	// whose artifacts have a file system (Artifact.FS: a Hub repository)
+	// sets it to that file system, and RestoreState finds it with
+	// ReplayFS, so that a check that judges the target from restored facts
+	// (the signatures check's manifests) reads the files they name even
+	// when no artifact of the target was scanned in this run.
+	FS fs.FS `json:"-"`
 }
 
 // Append adds o to r.
@@ -80,11 +88,21 @@ type StateKeeper interface {
 	// RestoreState adds state that KeepState recorded while an artifact of
 	// an earlier target was scanned to what the check keeps for target,
 	// as if it had scanned that artifact in target. Data it cannot read is
-	// an error.
+	// an error. ReplayFS(ctx) is the target's file system, when it has one.
 	RestoreState(ctx context.Context, target string, data []byte) error
 }
 
 type stateKey struct{}
+
+type replayFSKey struct{}
+
+// ReplayFS is the file system of the target a record is replayed into
+// (Record.FS), in the context RestoreState is called with; nil when the
+// target has none (an image) or the source did not say.
+func ReplayFS(ctx context.Context) fs.FS {
+	f, _ := ctx.Value(replayFSKey{}).(fs.FS)
+	return f
+}
 
 // stateRecorder collects the states one artifact's checks keep.
 type stateRecorder struct {
@@ -159,6 +177,10 @@ func (s *sink) Replay(target string, rec Record) {
 			s.skip.count(clean(p), false)
 		}
 	}
+	ctx := s.ctx
+	if rec.FS != nil {
+		ctx = context.WithValue(ctx, replayFSKey{}, rec.FS)
+	}
 	for _, st := range rec.States {
 		k := s.d.keeper(st.Check)
 		if k == nil {
@@ -167,7 +189,7 @@ func (s *sink) Replay(target string, rec Record) {
 			s.Error(Error{Target: target, Message: fmt.Sprintf("cached result: state of unknown check %q", st.Check)})
 			continue
 		}
-		if err := k.RestoreState(s.ctx, target, st.Data); err != nil {
+		if err := k.RestoreState(ctx, target, st.Data); err != nil {
 			s.Error(Error{Target: target, Message: fmt.Sprintf("cached result: %s: %v", st.Check, err)})
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/mlwarden/mlwarden/scanners/signatures/checksums"
 )
 
-func (s *Scanner) scanManifest(ctx context.Context, a *scanners.Artifact, data []byte) ([]scanners.Finding, error) {
+func (s *Scanner) scanManifest(ctx context.Context, a *scanners.Artifact, data []byte, k *keptState) ([]scanners.Finding, error) {
 	entries, lineErrs := checksums.Parse(a.Path, data, checksums.AlgorithmFor(a.Path))
 	if len(entries) == 0 {
 		// Named like a manifest (x.sha512) but none of it is one: a
@@ -24,29 +24,16 @@ func (s *Scanner) scanManifest(ctx context.Context, a *scanners.Artifact, data [
 		out = append(out, scanners.At(a, RuleMalformed, le.Line, fmt.Sprintf(
 			"checksum manifest %s line %d cannot be read (%s): the file it names is not verified; regenerate the manifest with sha256sum", a.Path, le.Line, le.Msg)))
 	}
-	h, dir := s.hasher(a)
-	if h == nil {
+	if h, _ := s.hasher(a); h == nil {
 		if len(entries) > 0 {
 			out = append(out, scanners.At(a, RuleUnverified, 0, fmt.Sprintf(
 				"checksum manifest %s (%d entries) was not verified: it lives inside an image or git history, where mlwarden does not follow manifests; run mlwarden verify checksums on the extracted files", a.Path, len(entries))))
 		}
 		return out, nil
 	}
-	// Large files are never in the dispatcher's memory: start hashing them
-	// now, while the walk goes on; small ones are hashed as they are handed.
-	for _, e := range entries {
-		if p, err := checksums.SafeJoin(dir, e.Name); err == nil {
-			h.Prefetch(ctx, p, e.Algorithm, scanners.SmallFile)
-		}
-	}
-	b := *a
-	later, err := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
-		var out []scanners.Finding
-		for _, r := range h.Verify(ctx, dir, entries) {
-			out = append(out, manifestFinding(&b, r)...)
-		}
-		return out, ctx.Err()
-	})
+	p := pending{kind: judgeManifest, a: *a, data: data}
+	s.prefetch(ctx, &p)
+	later, err := s.later(ctx, a, judgeManifest, data, k)
 	return append(out, later...), err
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"reflect"
 	"runtime"
@@ -33,10 +34,11 @@ type Scanner struct {
 	nameOpts []name.Option
 	verify   func(ctx context.Context, ref string, o imagesig.Options) (*imagesig.Result, error)
 
-	mu      sync.Mutex
-	hashers map[hasherKey]*checksums.Hasher // by the target's file system
-	done    map[string]bool                 // once-per-run checks (unsigned dirs, images)
-	pending map[string][]judgement          // by target name, until FinishTarget
+	mu       sync.Mutex
+	hashers  map[hasherKey]*checksums.Hasher          // by the target's file system
+	done     map[string]bool                          // once-per-run checks (images)
+	pending  map[string][]pending                     // by target name, until FinishTarget
+	modelDir map[string]map[string]*scanners.Artifact // target → directory → a model file in it, until FinishTarget
 }
 
 // hasherKey names the file system of a target: the Artifact's FS itself,
@@ -46,8 +48,23 @@ type hasherKey struct {
 	target string
 }
 
-// judgement verifies one manifest or signature once its target is walked.
-type judgement func(ctx context.Context) ([]scanners.Finding, error)
+// pending is a manifest or signature to verify once its target is walked:
+// what kind, the artifact (with its FS) and its content (for a detached
+// signature, the signature's text). It is data, not a closure, so that a
+// cache can keep it (keep.go).
+type pending struct {
+	kind string
+	a    scanners.Artifact
+	data []byte
+}
+
+// Kinds of pending judgements.
+const (
+	judgeManifest = "manifest"
+	judgeModelSig = "model-sig"
+	judgeBundle   = "bundle"
+	judgeDetached = "detached"
+)
 
 // Option configures a Scanner.
 type Option func(*Scanner) error
@@ -72,7 +89,7 @@ func WithNameOptions(o ...name.Option) Option {
 
 // New returns the signatures check.
 func New(opts ...Option) (*Scanner, error) {
-	s := &Scanner{hashers: map[hasherKey]*checksums.Hasher{}, done: map[string]bool{}, pending: map[string][]judgement{}, verify: imagesig.Verify}
+	s := &Scanner{hashers: map[hasherKey]*checksums.Hasher{}, done: map[string]bool{}, pending: map[string][]pending{}, modelDir: map[string]map[string]*scanners.Artifact{}, verify: imagesig.Verify}
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err
@@ -168,53 +185,119 @@ func local(a *scanners.Artifact) bool {
 
 // seed hashes a small file of a local target from the content the
 // dispatcher holds in memory, so a manifest naming it costs no second read.
-func (s *Scanner) seed(a *scanners.Artifact, c scanners.Content) error {
+// It returns the digest it seeded (nil when it seeded none).
+func (s *Scanner) seed(a *scanners.Artifact, c scanners.Content) (*keptSeed, error) {
 	if !local(a) || a.Size > scanners.SmallFile || c.Size() > scanners.SmallFile {
-		return nil
+		return nil, nil
 	}
 	h, _ := s.hasher(a)
 	if h == nil {
-		return nil
+		return nil, nil
 	}
 	d := sha256.New()
 	n, err := io.Copy(d, io.NewSectionReader(c, 0, c.Size()))
 	if err != nil {
-		return fmt.Errorf("hash %s: %w", a.Path, err)
+		return nil, fmt.Errorf("hash %s: %w", a.Path, err)
 	}
-	h.Seed(a.Path, "sha256", hex.EncodeToString(d.Sum(nil)), n)
-	return nil
+	k := &keptSeed{Digest: hex.EncodeToString(d.Sum(nil)), Size: n}
+	h.Seed(a.Path, "sha256", k.Digest, k.Size)
+	return k, nil
 }
 
-// later runs j when a's target has been walked, if the target is local;
+// later judges a's manifest or signature (kind, data) when a's target has
+// been walked, if the target is local, and notes it in k for a cache;
 // otherwise at once (manifests inside images and git history are reported
 // as unverified without reading other files).
-func (s *Scanner) later(ctx context.Context, a *scanners.Artifact, j judgement) ([]scanners.Finding, error) {
+func (s *Scanner) later(ctx context.Context, a *scanners.Artifact, kind string, data []byte, k *keptState) ([]scanners.Finding, error) {
+	p := pending{kind: kind, a: *a, data: data}
 	if !local(a) {
-		return j(ctx)
+		return s.judge(ctx, &p)
 	}
-	s.mu.Lock()
-	s.pending[a.Target] = append(s.pending[a.Target], j)
-	s.mu.Unlock()
+	s.pend(p)
+	k.Judge = &keptJudgement{Kind: kind, Data: data}
 	return nil, nil
+}
+
+func (s *Scanner) pend(p pending) {
+	s.mu.Lock()
+	s.pending[p.a.Target] = append(s.pending[p.a.Target], p)
+	s.mu.Unlock()
+}
+
+// judge verifies one manifest or signature.
+func (s *Scanner) judge(ctx context.Context, p *pending) ([]scanners.Finding, error) {
+	a := &p.a
+	switch p.kind {
+	case judgeManifest:
+		h, dir := s.hasher(a)
+		if h == nil {
+			return nil, nil
+		}
+		entries, _ := checksums.Parse(a.Path, p.data, checksums.AlgorithmFor(a.Path))
+		var out []scanners.Finding
+		for _, r := range h.Verify(ctx, dir, entries) {
+			out = append(out, manifestFinding(a, r)...)
+		}
+		return out, ctx.Err()
+	case judgeModelSig:
+		return s.scanModelSig(ctx, a, p.data), nil
+	case judgeBundle:
+		return s.scanBlobBundle(ctx, a, p.data)
+	case judgeDetached:
+		return s.scanDetached(ctx, a, p.data)
+	}
+	return nil, fmt.Errorf("%s: unknown judgement %q", a.Path, p.kind)
+}
+
+// prefetch starts hashing the large files a pending judgement will need.
+func (s *Scanner) prefetch(ctx context.Context, p *pending) {
+	switch p.kind {
+	case judgeManifest:
+		h, dir := s.hasher(&p.a)
+		if h == nil {
+			return
+		}
+		// Large files are never in the dispatcher's memory: start hashing
+		// them now, while the walk goes on; small ones are hashed as they
+		// are handed.
+		entries, _ := checksums.Parse(p.a.Path, p.data, checksums.AlgorithmFor(p.a.Path))
+		for _, e := range entries {
+			if q, err := checksums.SafeJoin(dir, e.Name); err == nil {
+				h.Prefetch(ctx, q, e.Algorithm, scanners.SmallFile)
+			}
+		}
+	case judgeModelSig:
+		s.prefetchModel(ctx, &p.a, p.data)
+	case judgeBundle:
+		s.prefetchSigned(ctx, &p.a, bundleSuffix)
+	case judgeDetached:
+		s.prefetchSigned(ctx, &p.a, detachedSuffix)
+	}
 }
 
 // FinishTarget verifies the manifests and signatures of target t, now that
 // the dispatcher has handed over (and this check has hashed) its small
-// files. Large files they name are hashed in parallel, each once.
+// files, and reports its model directories that have neither. Large files
+// they name are hashed in parallel, each once.
 func (s *Scanner) FinishTarget(ctx context.Context, t scanners.Target) ([]scanners.Finding, error) {
 	s.mu.Lock()
-	js := s.pending[t.Name]
+	ps := s.pending[t.Name]
 	delete(s.pending, t.Name)
+	dirs := s.modelDir[t.Name]
+	delete(s.modelDir, t.Name)
 	s.mu.Unlock()
 	var (
 		mu  sync.Mutex
 		out []scanners.Finding
 	)
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		out = append(out, s.scanUnsigned(dirs[d])...)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
-	for _, j := range js {
+	for i := range ps {
 		g.Go(func() error {
-			fs, err := j(gctx)
+			fs, err := s.judge(gctx, &ps[i])
 			mu.Lock()
 			out = append(out, fs...)
 			mu.Unlock()
@@ -224,12 +307,18 @@ func (s *Scanner) FinishTarget(ctx context.Context, t scanners.Target) ([]scanne
 	return out, g.Wait()
 }
 
-// Scan verifies one artifact.
+// Scan verifies one artifact. What it keeps of the artifact for
+// FinishTarget (the digest it seeded, a manifest or signature to verify, a
+// model directory to judge) it also hands to scanners.KeepState, so that a
+// cache that replays the artifact's findings hands it back (keep.go).
 func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
 	if a.Kind == scanners.ArtifactImageConfig {
 		return s.scanImage(ctx, a)
 	}
-	if err := s.seed(a, c); err != nil {
+	var k keptState
+	defer s.keep(ctx, a, &k)
+	var err error
+	if k.Seed, err = s.seed(a, c); err != nil {
 		return nil, err
 	}
 	base := path.Base(a.Path)
@@ -241,7 +330,7 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 	if isPointer {
 		out = append(out, lfs)
 		if isModelFile(base) {
-			out = append(out, s.scanUnsigned(a)...)
+			k.ModelDir = s.noteModelDir(a)
 		}
 		return out, nil
 	}
@@ -251,7 +340,7 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 		if err != nil {
 			return nil, err
 		}
-		found, err := s.scanManifest(ctx, a, data)
+		found, err := s.scanManifest(ctx, a, data, &k)
 		if err != nil {
 			return nil, err
 		}
@@ -262,10 +351,7 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 			return nil, err
 		}
 		s.prefetchModel(ctx, a, data)
-		b := *a
-		found, _ := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
-			return s.scanModelSig(ctx, &b, data), nil
-		})
+		found, _ := s.later(ctx, a, judgeModelSig, data, &k)
 		out = append(out, found...)
 	case strings.HasSuffix(base, bundleSuffix):
 		data, _, err := scanners.ReadAll(c, maxManifest)
@@ -273,10 +359,7 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 			return nil, err
 		}
 		s.prefetchSigned(ctx, a, bundleSuffix)
-		b := *a
-		found, err := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
-			return s.scanBlobBundle(ctx, &b, data)
-		})
+		found, err := s.later(ctx, a, judgeBundle, data, &k)
 		if err != nil {
 			return nil, err
 		}
@@ -291,17 +374,14 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 			break // an OpenPGP or other binary signature: not cosign's
 		}
 		s.prefetchSigned(ctx, a, detachedSuffix)
-		b := *a
-		found, err := s.later(ctx, a, func(ctx context.Context) ([]scanners.Finding, error) {
-			return s.scanDetached(ctx, &b, sig)
-		})
+		found, err := s.later(ctx, a, judgeDetached, sig, &k)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, found...)
 	}
 	if isModelFile(base) {
-		out = append(out, s.scanUnsigned(a)...)
+		k.ModelDir = s.noteModelDir(a)
 	}
 	return out, nil
 }
@@ -318,8 +398,18 @@ func (s *Scanner) hasher(a *scanners.Artifact) (h *checksums.Hasher, dir string)
 	if a.TargetKind == scanners.KindFile {
 		dir = "." // a file target's FS is its directory; Path is its name
 	}
-	k := hasherKey{fsys: a.FS}
-	if !reflect.TypeOf(a.FS).Comparable() {
+	fsys := a.FS
+	if v, ok := fsys.(interface{ Unwrap() fs.FS }); ok {
+		// A view of the target's file system for one artifact (the Hub
+		// source's, which notes reads of neighbours while a file is
+		// scanned, since its result is then no longer the file's alone):
+		// the digests are the target's. What this check reads of
+		// neighbours while it scans never changes an artifact's findings
+		// (judgements wait for FinishTarget), so it reads past the view.
+		fsys = v.Unwrap()
+	}
+	k := hasherKey{fsys: fsys}
+	if !reflect.TypeOf(fsys).Comparable() {
 		k = hasherKey{target: a.Target}
 	}
 	s.mu.Lock()
@@ -327,7 +417,7 @@ func (s *Scanner) hasher(a *scanners.Artifact) (h *checksums.Hasher, dir string)
 	if h := s.hashers[k]; h != nil {
 		return h, dir
 	}
-	h = checksums.NewHasher(a.FS)
+	h = checksums.NewHasher(fsys)
 	s.hashers[k] = h
 	return h, dir
 }

@@ -11,19 +11,35 @@ import (
 	"github.com/mlwarden/mlwarden/scanners/signatures/checksums"
 )
 
-// scanUnsigned reports, once per directory, model files with neither a
-// model signature nor a checksum manifest beside them.
+// noteModelDir remembers that a, a model file of a local target, is in a
+// directory that FinishTarget judges (scanUnsigned), once per directory;
+// it reports whether a was such a file.
+func (s *Scanner) noteModelDir(a *scanners.Artifact) bool {
+	h, dir := s.hasher(a)
+	if h == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dirs := s.modelDir[a.Target]
+	if dirs == nil {
+		dirs = map[string]*scanners.Artifact{}
+		s.modelDir[a.Target] = dirs
+	}
+	if dirs[dir] == nil {
+		b := *a
+		dirs[dir] = &b
+	}
+	return true
+}
+
+// scanUnsigned reports the directory of a, a model file, when it has
+// neither a model signature nor a checksum manifest. It is judged when the
+// target has been walked, from the directory's listing, not from a: which
+// model file the walk reached first (or a cache replayed) changes nothing.
 func (s *Scanner) scanUnsigned(a *scanners.Artifact) []scanners.Finding {
 	h, dir := s.hasher(a)
 	if h == nil {
-		return nil
-	}
-	key := "unsigned\x00" + a.Target + "\x00" + dir
-	s.mu.Lock()
-	seen := s.done[key]
-	s.done[key] = true
-	s.mu.Unlock()
-	if seen {
 		return nil
 	}
 	entries, err := fs.ReadDir(h.FS(), dir)
