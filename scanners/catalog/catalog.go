@@ -96,11 +96,11 @@ func Checks() []Check {
 			return one(s), err
 		}},
 		{scanners.CheckMisconfig, func(o Options, _ *built) ([]scanners.Scanner, error) {
-			cl, err := misconfig.NewCluster(o.Cluster...)
+			cl, err := newCluster(o.Cluster)
 			if err != nil {
 				return nil, err
 			}
-			return []scanners.Scanner{misconfig.New(o.Misconfig...), slurm.New(o.Slurm...), cl}, nil
+			return append([]scanners.Scanner{misconfig.New(o.Misconfig...), slurm.New(o.Slurm...)}, cl...), nil
 		}},
 		{scanners.CheckVulns, func(o Options, _ *built) ([]scanners.Scanner, error) {
 			s, err := vulns.New(o.Vulns...)
@@ -133,7 +133,7 @@ type Options struct {
 	// Slurm configures the batch-script reading of the misconfig check.
 	Slurm []slurm.Option
 	// Cluster configures its reading of Kubernetes manifests as a whole.
-	Cluster []misconfig.ClusterOption
+	Cluster []ClusterOption
 	Vulns   []vulns.Option
 }
 

@@ -1,3 +1,5 @@
+//go:build !mlwarden_sbatch
+
 package misconfig
 
 import (
@@ -62,7 +64,9 @@ var (
 // GPU isolation and MIG requests per file, and per namespace at the end of
 // the target the NetworkPolicy, quota and sharing rules, time-slicing
 // between tenants and MIG strategy mismatches. It also validates
-// mig-parted layouts. It is safe for concurrent use.
+// mig-parted layouts. It is safe for concurrent use. The sbatch hook's
+// build (tag mlwarden_sbatch) leaves it out, and with it the Kubernetes API
+// types (scanners/catalog/sbatch.go).
 type Cluster struct {
 	// mig is the MIG table; the built-in one is read at the first Scan
 	// (the per-job sbatch hook builds this check and reads no manifest).

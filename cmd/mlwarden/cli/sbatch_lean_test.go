@@ -98,3 +98,56 @@ func TestSbatchLeanBuild(t *testing.T) {
 		t.Errorf("--checks signatures: %v %s", err, out)
 	}
 }
+
+// TestSbatchLeanDeps: the sbatch hook's binary does not link what only
+// other commands need — a package init the hook would pay on every
+// submitted job (docs/design/sbatch-hook.md). A new import that brings one
+// back fails here.
+func TestSbatchLeanDeps(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no go tool to list mlwarden-sbatch's packages with")
+		}
+		t.Skip("no go tool to list mlwarden-sbatch's packages with")
+	}
+	list := func(tags ...string) []string {
+		args := append([]string{"list", "-deps"}, tags...)
+		out, err := exec.Command(goTool, append(args, "github.com/mlwarden/mlwarden/cmd/mlwarden")...).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %v: %v", tags, err)
+		}
+		return strings.Fields(string(out))
+	}
+	lean, full := list("-tags", "mlwarden_sbatch"), list()
+	// Packages left out: a path ending in / stands for every package under it.
+	left := []string{
+		"github.com/sigstore/",                             // cosign, rekor: the signatures check
+		"github.com/mlwarden/mlwarden/scanners/signatures", //
+		"github.com/mlwarden/mlwarden/server",              // the admission server (server/slurmhook stays)
+		"k8s.io/",                                          // misconfig.Cluster's and the server's API types, client-go
+		"github.com/prometheus/",                           // the server's metrics
+		"google.golang.org/grpc/",                          //
+	}
+	for _, want := range left {
+		in := func(pkgs []string) []string {
+			var out []string
+			for _, p := range pkgs {
+				if p == want || strings.HasSuffix(want, "/") && strings.HasPrefix(p, want) {
+					out = append(out, p)
+				}
+			}
+			return out
+		}
+		if got := in(lean); len(got) > 0 {
+			t.Errorf("mlwarden-sbatch links %s (%d packages: %s…)", want, len(got), got[0])
+		}
+		if len(in(full)) == 0 {
+			t.Errorf("mlwarden does not link %s: the test no longer shows the build tag leaving it out", want)
+		}
+	}
+	if len(lean) >= len(full) {
+		t.Errorf("mlwarden-sbatch links %d packages, mlwarden %d", len(lean), len(full))
+	}
+	t.Logf("mlwarden-sbatch links %d packages, mlwarden %d", len(lean), len(full))
+}
