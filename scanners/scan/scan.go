@@ -112,7 +112,8 @@ type Options struct {
 	Image image.Options
 	// Git configures repository targets.
 	Git source.GitOptions
-	// HF configures hf: targets (endpoint, token, download limit).
+	// HF configures hf: targets (endpoint, token, download limit); its
+	// Cache is the image cache unless set (Image.NoCache turns both off).
 	HF hf.Options
 	// Spank lists the SPANK options the site's plugins add to sbatch.
 	Spank []slurm.OptionSpec
@@ -242,6 +243,13 @@ func New(o Options) (*Scanner, error) {
 		default:
 			s.o.Image.NoCache = true // no directory for it (no $HOME): scans are cold
 		}
+	}
+	// Hub files share the image layers' cache (kind hub-file).
+	if s.o.HF.Cache == nil && !s.o.Image.NoCache {
+		s.o.HF.Cache = s.o.Image.Cache
+	}
+	if s.o.HF.RulesVersion == "" {
+		s.o.HF.RulesVersion = s.version
 	}
 	if s.o.Image.Concurrency == 0 {
 		s.o.Image.Concurrency = o.Workers

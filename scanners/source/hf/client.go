@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mlwarden/mlwarden/scanners/cache"
 )
 
 // DefaultEndpoint is the Hub the Hub's clients use without HF_ENDPOINT.
@@ -56,6 +58,13 @@ type Options struct {
 	Transport http.RoundTripper
 	// Getenv looks environment variables up (default os.LookupEnv).
 	Getenv func(string) (string, bool)
+	// Cache, with RulesVersion, keeps the result of each Git LFS file
+	// read whole and found to hash to its object id, by that id, its path
+	// and the rules version; a later scan of a file with the same id and
+	// path replays it without downloading the file (results.go). Nil or
+	// an empty RulesVersion: every file is scanned.
+	Cache        *cache.Cache
+	RulesVersion string
 
 	// sleep waits between tries (tests shorten it).
 	sleep func(ctx context.Context, d time.Duration) error

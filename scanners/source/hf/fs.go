@@ -63,9 +63,23 @@ func (r *repoFS) add(f File) {
 }
 
 // reader returns a ranged reader of f at the commit.
-func (r *repoFS) reader(f *File) *ranged.Reader {
+func (r *repoFS) reader(f *File) *ranged.Reader { return r.hashedReader(f, nil) }
+
+// hashedReader is reader, with every fetch it makes also handed to w
+// (when not nil), which hashes the file when the fetches cover it in order.
+func (r *repoFS) hashedReader(f *File, w *wholeHash) *ranged.Reader {
 	g := newFileGetter(r.src.c, r.src.ref, r.commit, *f)
-	return ranged.New(r.ctx, f.Size, g.fetch, ranged.Options{
+	fetch := g.fetch
+	if w != nil {
+		fetch = func(ctx context.Context, off, n int64) ([]byte, error) {
+			data, err := g.fetch(ctx, off, n)
+			if err == nil {
+				w.fetched(off, n, data)
+			}
+			return data, err
+		}
+	}
+	return ranged.New(r.ctx, f.Size, fetch, ranged.Options{
 		Path:         f.Path,
 		Budget:       r.st.budget,
 		ZipReadAhead: true,

@@ -89,6 +89,12 @@ func (s *hubSource) Walk(ctx context.Context, sink scanners.Sink) error {
 	s.stats = st
 	s.mu.Unlock()
 
+	// The result cache (results.go) needs a sink that hands results back.
+	rs, _ := sink.(scanners.ResultSink)
+	res := newHubResults(s.o)
+	if rs == nil {
+		res = nil
+	}
 	jobs := make(chan *File)
 	var wg sync.WaitGroup
 	var stopOnce sync.Once
@@ -99,7 +105,12 @@ func (s *hubSource) Walk(ctx context.Context, sink scanners.Sink) error {
 				if ctx.Err() != nil {
 					continue
 				}
-				rd := rfs.reader(f)
+				if e := res.load(ctx, f); e != nil {
+					rs.Replay(name, e.record(rfs))
+					st.replayed(f.Path, f.Size)
+					scanners.ProgressOf(ctx).Scanned(f.Size) // done, as if handed over
+					continue
+				}
 				a := &scanners.Artifact{
 					Kind:       scanners.ArtifactFile,
 					Target:     name,
@@ -109,7 +120,21 @@ func (s *hubSource) Walk(ctx context.Context, sink scanners.Sink) error {
 					Mode:       0o644,
 					FS:         rfs,
 				}
-				if err := sink.Artifact(a, rd); err != nil {
+				var err error
+				var rd *ranged.Reader
+				if res != nil && lfsOID(f) != "" {
+					w, view := newWholeHash(), &artifactFS{r: rfs}
+					a.FS = view
+					rd = rfs.hashedReader(f, w)
+					var rec scanners.Record
+					if rec, err = rs.ArtifactResult(a, rd); err == nil {
+						res.store(ctx, f, rec, w, view)
+					}
+				} else {
+					rd = rfs.reader(f)
+					err = sink.Artifact(a, rd)
+				}
+				if err != nil {
 					stopOnce.Do(func() { stopErr = err })
 				}
 				st.file(f.Path, rd.Fetched())
@@ -136,10 +161,12 @@ type stats struct {
 	total  int64
 	count  int
 
-	mu       sync.Mutex
-	perFile  map[string]int64 // bytes fetched by the walk's reads
-	verified []string         // digests taken from the tree, not the bytes
-	toVerify map[string]int64 // files opened by a check to hash them
+	mu          sync.Mutex
+	perFile     map[string]int64 // bytes fetched by the walk's reads
+	replays     []string         // files whose results came from the result cache
+	replayBytes int64            // their bytes
+	verified    []string         // digests taken from the tree, not the bytes
+	toVerify    map[string]int64 // files opened by a check to hash them
 }
 
 func newStats(limit int64) *stats {
@@ -149,6 +176,13 @@ func newStats(limit int64) *stats {
 func (s *stats) file(p string, n int64) {
 	s.mu.Lock()
 	s.perFile[p] += n
+	s.mu.Unlock()
+}
+
+func (s *stats) replayed(p string, size int64) {
+	s.mu.Lock()
+	s.replays = append(s.replays, p)
+	s.replayBytes += size
 	s.mu.Unlock()
 }
 
@@ -187,6 +221,11 @@ func (s *stats) notes() []string {
 	}
 	out := []string{fmt.Sprintf("downloaded %s of the repository's %s (%.3f%%) in %d ranged requests, from %d of its %d files: only what the checks read",
 		ranged.FormatBytes(used), ranged.FormatBytes(s.total), pct, s.budget.Requests(), read, s.count)}
+	if len(s.replays) > 0 {
+		r := slices.Sorted(slices.Values(s.replays))
+		out = append(out, fmt.Sprintf("%d Git LFS file(s) (%s) not downloaded: their results for these rules were in the result cache, by the sha256 and path of each: %s",
+			len(r), ranged.FormatBytes(s.replayBytes), list(r)))
+	}
 	if refused := s.budget.Refused(); len(refused) > 0 {
 		out = append(out, fmt.Sprintf("--download-limit %s reached: %d file(s) not scanned in full: %s", ranged.FormatBytes(s.budget.Limit()), len(refused), list(refused)))
 	}
