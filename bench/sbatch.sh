@@ -18,7 +18,7 @@
 # each, and the ratio of each median to /bin/true's and hello's.
 #
 #   bench/sbatch.sh                  # RUNS=50
-#   BASE=<git ref> bench/sbatch.sh   # also `mlwarden sbatch` as built at that commit
+#   BASE=<git ref> bench/sbatch.sh   # also mlwarden and mlwarden-sbatch as built at that commit
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-50}
@@ -36,8 +36,9 @@ printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello") }\n' 
 bins=(mlwarden mlwarden-sbatch)
 if [ -n "${BASE:-}" ]; then
 	git worktree add --detach "$work/base" "$BASE" >/dev/null 2>&1
-	(cd "$work/base" && go build "${release[@]}" -o "$work/mlwarden-base" ./cmd/mlwarden)
-	bins=(mlwarden-base "${bins[@]}")
+	(cd "$work/base" && go build "${release[@]}" -o "$work/mlwarden-base" ./cmd/mlwarden &&
+		go build "${release[@]}" -tags mlwarden_sbatch -o "$work/mlwarden-sbatch-base" ./cmd/mlwarden)
+	bins=(mlwarden-base mlwarden-sbatch-base "${bins[@]}")
 fi
 
 # The scripts: latency.sh's clean job (its here-document), the demo, a token.
@@ -112,8 +113,8 @@ for label, _ in cmds:
     rows.append((label, statistics.median(wall), wall[int(len(wall) * 0.9)], statistics.median(cpu) if cpu else None, sorted(codes)))
 
 true_ms, hello_ms = rows[0][1], rows[1][1]
-print("%-36s %9s %8s %9s %8s %8s  %s" % ("command", "median_ms", "p90_ms", "cpu_ms", "x_true", "x_hello", "exit"))
+print("%-42s %9s %8s %9s %8s %8s  %s" % ("command", "median_ms", "p90_ms", "cpu_ms", "x_true", "x_hello", "exit"))
 for label, med, p90, cpu, codes in rows:
-    print("%-36s %9.2f %8.2f %9s %8.1f %8.1f  %s" % (label, med, p90, "%.2f" % cpu if cpu is not None else "-",
+    print("%-42s %9.2f %8.2f %9s %8.1f %8.1f  %s" % (label, med, p90, "%.2f" % cpu if cpu is not None else "-",
                                                    med / true_ms, med / hello_ms, ",".join(map(str, codes))))
 PY
