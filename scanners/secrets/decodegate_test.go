@@ -168,3 +168,96 @@ func FuzzDecodeGate(f *testing.F) {
 		}
 	})
 }
+
+var encodingsRegexp = regexp.MustCompile(encodingsPattern)
+
+// mayDecodeRegexp is the gate as it was written first, with gitleaks'
+// regexp run line by line: the oracle mayDecode must agree with.
+func mayDecodeRegexp(raw string) bool {
+	re := encodingsRegexp
+	for _, line := range strings.Split(raw, "\n") {
+		for i := 0; i+1 < len(line); i++ {
+			if line[i] == 'U' && line[i+1] == '+' && isHexAt(line, i+2, 4) {
+				return true // the gate gives up on "U+hhhh"
+			}
+		}
+		for _, idx := range re.FindAllStringSubmatchIndex(line, -1) {
+			switch {
+			case idx[2] >= 0, idx[4] >= 0:
+				return true
+			case idx[6] >= 0:
+				if hexDecodes(line[idx[6]:idx[7]]) {
+					return true
+				}
+			case idx[8] >= 0:
+				if base64Decodes(line[idx[8]:idx[9]]) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// TestMayDecodeMatchesRegexp compares the gate with the regexp it stands
+// for on random text made of the bytes the pattern cares about: runs of
+// hex digits and base64 letters of every length around 16 and 32, '=',
+// escapes, "U+", line breaks and UTF-8.
+func TestMayDecodeMatchesRegexp(t *testing.T) {
+	g := newFake(11)
+	pieces := []func() string{
+		func() string { return g.str(hexLow, 28+g.r.IntN(10)) },
+		func() string { return g.str("0123456789ABCDEF", 30+g.r.IntN(6)) },
+		func() string { return g.str(b64, 12+g.r.IntN(10)) },
+		func() string { return base64.StdEncoding.EncodeToString([]byte(g.str(alnum, 9+g.r.IntN(12)))) },
+		func() string { return base64.RawURLEncoding.EncodeToString([]byte(g.str(alnum, 9+g.r.IntN(12)))) },
+		func() string { return hex.EncodeToString([]byte(g.str(alnum, 15+g.r.IntN(4)))) },
+		func() string {
+			return []string{"=", "==", "===", " ", "\n", "-", "_", "/", "+", "é", "\xff", "U", "U+", "u", "\\"}[g.r.IntN(15)]
+		},
+		func() string {
+			return []string{"%4", "%41", "%zz", "\\u004", "\\u0041", "\\\\U0041", "U+004", "U+0041", "U+0041 "}[g.r.IntN(9)]
+		},
+		func() string { return g.str("ghijklmnopqrstuvwxyz", 1+g.r.IntN(20)) },
+	}
+	var diffs, yes int
+	for n := 0; n < 40000; n++ {
+		var b strings.Builder
+		for k := 1 + g.r.IntN(8); k > 0; k-- {
+			p := pieces[g.r.IntN(len(pieces))]
+			if g.r.IntN(9) > 0 && n%3 != 0 {
+				p = pieces[g.r.IntN(6)] // mostly segments, so both answers occur
+			}
+			b.WriteString(p())
+		}
+		raw := b.String()
+		want := mayDecodeRegexp(raw)
+		if want {
+			yes++
+		}
+		if got := mayDecode(raw); got != want {
+			if diffs++; diffs <= 5 {
+				t.Errorf("mayDecode(%q) = %v, the regexp says %v", raw, got, want)
+			}
+		}
+	}
+	if diffs > 0 {
+		t.Errorf("%d of 40000 texts disagree", diffs)
+	}
+	if yes < 4000 || yes > 36000 {
+		t.Errorf("the texts do not exercise both answers: %d of 40000 may decode", yes)
+	}
+	t.Logf("%d of 40000 may decode", yes)
+}
+
+// FuzzMayDecodeRegexp checks the gate against the regexp it stands for.
+func FuzzMayDecodeRegexp(f *testing.F) {
+	for _, s := range []string{"", "%41", "\\u0041", "U+0041", strings.Repeat("a1", 16), "YWJjZGVmZ2hpamtsbW5vcA==", "meta-llama/Llama-3-1555B"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if got, want := mayDecode(raw), mayDecodeRegexp(raw); got != want {
+			t.Fatalf("mayDecode(%q) = %v, the regexp says %v", raw, got, want)
+		}
+	})
+}

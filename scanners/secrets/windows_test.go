@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	ahocorasick "github.com/BobuSumisu/aho-corasick"
+
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -88,4 +90,84 @@ func compare(t *testing.T, with, without *Scanner, name string, text []byte) {
 	if !slices.Equal(key(w), key(wo)) {
 		t.Errorf("%s: with windows %v, whole fragments %v", name, key(w), key(wo))
 	}
+}
+
+// TestKeywordFinder: the finder reports a keyword where an Aho-Corasick
+// trie over the ASCII-lower-cased text does — the first hit at or after
+// every position — on every rule's cases in mixed case and on random text
+// made of keyword pieces, so the windows are the same as with the trie.
+func TestKeywordFinder(t *testing.T) {
+	s, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kws []string
+	for _, r := range s.rs.cfg.Rules {
+		for _, k := range r.Keywords {
+			kws = append(kws, strings.ToLower(k))
+		}
+	}
+	kws = append(kws, "q", "z9") // one- and two-byte keywords, as a user's rules may have
+	slices.Sort(kws)
+	kws = slices.Compact(kws)
+	f := newKeywordFinder(kws)
+	trie := ahocorasick.NewTrieBuilder().AddStrings(kws).Build()
+	g := newFake(31)
+	var texts []string
+	for ci, c := range ruleCases {
+		g := newFake(uint64(ci) + 7)
+		pos, _ := c.pos(g)
+		texts = append(texts, pos, strings.ToUpper(pos), c.neg(g))
+	}
+	for range 3000 {
+		var b strings.Builder
+		for k := g.r.IntN(12); k >= 0; k-- {
+			switch kw := kws[g.r.IntN(len(kws))]; g.r.IntN(4) {
+			case 0:
+				b.WriteString(strings.ToUpper(kw))
+			case 1:
+				b.WriteString(kw[:len(kw)/2])
+			case 2:
+				b.WriteString(g.str(" \n_=abcdefghijklmnopqrstuvwxyzKEY\xc4\xb0", 1+g.r.IntN(6)))
+			default:
+				b.WriteString(kw)
+			}
+		}
+		texts = append(texts, b.String())
+	}
+	var hits int
+	for _, raw := range texts {
+		want := make([]int, len(raw)+1) // the first hit at or after each position
+		for i := range want {
+			want[i] = -1
+		}
+		trie.Walk(asciiLowerForTest(raw), func(end, n, _ int64) bool {
+			p := int(end - n + 1)
+			for i := p; i >= 0 && (want[i] < 0 || want[i] > p); i-- {
+				want[i] = p
+			}
+			return true
+		})
+		for from := range len(raw) + 1 {
+			if got := f.next(raw, from); got != want[from] {
+				t.Fatalf("next(%q, %d) = %d, the trie says %d", raw, from, got, want[from])
+			}
+		}
+		if want[0] >= 0 {
+			hits++
+		}
+	}
+	if hits < len(texts)/2 {
+		t.Fatalf("only %d of %d texts hold a keyword", hits, len(texts))
+	}
+}
+
+func asciiLowerForTest(s string) []byte {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return b
 }
