@@ -83,7 +83,7 @@ func modelRepo(t *testing.T) string {
 
 // safetensors returns a valid safetensors file of about size bytes: one
 // F32 tensor, with metadata.
-func safetensors(t *testing.T, size int) []byte {
+func safetensors(t testing.TB, size int) []byte {
 	t.Helper()
 	n := (size - 256) / 4
 	hdr := fmt.Sprintf(`{"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[%d],"data_offsets":[0,%d]}}`, n, 4*n)

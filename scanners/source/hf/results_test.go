@@ -306,6 +306,11 @@ func TestHubCachePoisoned(t *testing.T) {
 			if !bytes.Equal(withoutDownloadNotes(t, got), withoutDownloadNotes(t, want)) {
 				t.Errorf("after the lying Hub, the honest one's report differs:\n%s", diffLines(want, got))
 			}
+			// The honest bytes are stored: what kept the liar's out was the
+			// digest, not a read that was not whole.
+			if st := c.Stats(); st.Puts != 1 {
+				t.Errorf("the honest Hub's file: %d entries stored, want 1", st.Puts)
+			}
 		})
 	}
 }
