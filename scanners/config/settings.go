@@ -209,7 +209,7 @@ func All() []Setting {
 		{Name: "insecure-registry", Type: List, Commands: []string{CmdScan, CmdServe, CmdPin},
 			Help: "registry HOST[:PORT] to reach over plain HTTP (repeatable; loopback always is)"},
 		{Name: "no-cache", Type: Bool, Default: "false", Commands: []string{CmdScan},
-			Help: "do not use or fill the result cache (image layers; sweep's finished targets)"},
+			Help: "do not use or fill the result cache (image layers, Hub LFS files; sweep's finished targets)"},
 		{Name: "cache-max-size", Type: Size, Default: "2GiB", Commands: []string{CmdScan, CmdServe},
 			Help: "bound of the fs result cache; entries unused for --cache-ttl go, then the least recently used (0: no bound; a Redis server bounds itself with maxmemory)"},
 
