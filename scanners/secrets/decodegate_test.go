@@ -121,14 +121,15 @@ func TestDecodeGateMatchesGitleaks(t *testing.T) {
 		//lint:ignore SA1019 detect.Fragment is what DetectContext, the check's entry point, takes.
 		frag := detect.Fragment{Raw: raw, FilePath: "f.yaml", StartLine: 1}
 		want := key(s.det.DetectContext(context.Background(), frag))
-		det := s.det
+		var det fragmentDetector = s.det
+		decoding := true
 		if !mayDecode(raw) {
-			det = s.plain()
+			det, decoding = s.plain(), false
 			gated++
 		}
 		got := key(det.DetectContext(context.Background(), frag))
 		if !slices.Equal(got, want) {
-			t.Errorf("fragment %d: gate picked the %s detector:\ngot  %q\nwant %q", i, map[bool]string{true: "decoding", false: "plain"}[det == s.det], got, want)
+			t.Errorf("fragment %d: gate picked the %s detector:\ngot  %q\nwant %q", i, map[bool]string{true: "decoding", false: "plain"}[decoding], got, want)
 		}
 		for _, w := range want {
 			if strings.Contains(w, "decoded:") {

@@ -64,11 +64,11 @@ var builtinDetector = func() func(*ruleSet) *detect.Detector {
 
 // builtinPlain is the built-in rules' detector without decoding passes,
 // shared the same way and built on first use.
-var builtinPlain = func() func(*ruleSet) func() *detect.Detector {
+var builtinPlain = func() func(*ruleSet) func() fragmentDetector {
 	var once sync.Once
-	var get func() *detect.Detector
-	return func(rs *ruleSet) func() *detect.Detector {
-		once.Do(func() { get = plainDetector(rs) })
+	var get func() fragmentDetector
+	return func(rs *ruleSet) func() fragmentDetector {
+		once.Do(func() { get = plainDetector(rs, true) })
 		return get
 	}
 }()

@@ -47,10 +47,11 @@ type Scanner struct {
 	maxBytes   int64
 	wantLazy   bool
 	noWindows  bool // hand gitleaks whole fragments (the tests' reference)
+	noPrefixed bool // let gitleaks run the prefixed rules too (the tests' reference)
 
 	rs    *ruleSet
 	det   *detect.Detector        // with decoding passes
-	plain func() *detect.Detector // without; built on first use (see mayDecode)
+	plain func() fragmentDetector // without; built on first use (see mayDecode, prefixed.go)
 	lazy  *lazyRules              // WithLazyRules: det and plain are nil
 	rules []scanners.Rule
 	byID  map[string]scanners.Rule // by gitleaks rule id
@@ -120,7 +121,10 @@ func New(opts ...Option) (*Scanner, error) {
 		if rs, err = rs.withUserFile(s.configFile); err != nil {
 			return nil, err
 		}
-		det, plain = newDetector(rs), plainDetector(rs)
+		det, plain = newDetector(rs), plainDetector(rs, true)
+	}
+	if s.noPrefixed {
+		plain = plainDetector(rs, false)
 	}
 	s.rs, s.det, s.plain = rs, det, plain
 	s.describe()
@@ -149,9 +153,15 @@ func newDetector(rs *ruleSet) *detect.Detector {
 }
 
 // plainDetector returns a detector without decoding passes over rs, built
-// when first asked for.
-func plainDetector(rs *ruleSet) func() *detect.Detector {
-	return sync.OnceValue(func() *detect.Detector { return keepAllowed(detect.NewDetector(rs.cfg)) })
+// when first asked for: with prefixed, one that runs the rules with a lazy
+// prefix itself (prefixed.go).
+func plainDetector(rs *ruleSet, prefixed bool) func() fragmentDetector {
+	return sync.OnceValue(func() fragmentDetector {
+		if prefixed {
+			return newPrefixedDetector(rs)
+		}
+		return keepAllowed(detect.NewDetector(rs.cfg))
+	})
 }
 
 // keepAllowed makes d report findings on lines marked gitleaks:allow, which

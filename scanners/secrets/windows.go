@@ -151,18 +151,20 @@ func (w *windower) windows(raw string) (out []span, whole bool) {
 // TestKeywordFinder compares it with the trie on every rule's cases.
 type keywordFinder struct {
 	pairs [1 << 16 / 64]uint64 // bit a<<8|b: a keyword starts with bytes a, b
-	slot  [1 << 16]uint16      // by a<<8|b: 1 + the index of its starts in starts
+	slot  [1 << 16]uint16      // by a<<8|b: 1 + the index of its starts in start
 	start []keywordStart
-	one   [256]bool // one-byte keywords
-	ones  bool      // there are some
+	one   [256]int32 // 1 + the index of a one-byte keyword
+	ones  bool       // there are some
+	n     int        // keywords
 }
 
 // keywordStart is what the keywords that start with one pair of bytes hold
 // after it.
 type keywordStart struct {
-	pair  bool      // the pair is a keyword
+	pair  int32     // 1 + the index of the pair itself as a keyword
 	third [4]uint64 // bit c: a keyword goes on with byte c
 	tails []string  // the keywords' bytes after the pair
+	ids   []int32   // their indexes
 }
 
 // lowerASCII maps a byte to its ASCII lower case.
@@ -176,14 +178,16 @@ var lowerASCII = func() (t [256]byte) {
 	return t
 }()
 
-// newKeywordFinder returns a finder of kws, which are lower case.
+// newKeywordFinder returns a finder of kws, which are lower case; a
+// keyword's index in kws is its id.
 func newKeywordFinder(kws []string) *keywordFinder {
-	f := &keywordFinder{}
-	for _, k := range kws {
+	f := &keywordFinder{n: len(kws)}
+	for i, k := range kws {
+		id := int32(i)
 		switch len(k) {
 		case 0:
 		case 1:
-			f.one[k[0]], f.ones = true, true
+			f.one[k[0]], f.ones = id+1, true
 		default:
 			p := uint16(k[0])<<8 | uint16(k[1])
 			if f.slot[p] == 0 {
@@ -193,33 +197,42 @@ func newKeywordFinder(kws []string) *keywordFinder {
 			}
 			st := &f.start[f.slot[p]-1]
 			if len(k) == 2 {
-				st.pair = true
+				st.pair = id + 1
 				continue
 			}
 			st.third[k[2]>>6] |= 1 << (k[2] & 63)
 			st.tails = append(st.tails, k[2:])
+			st.ids = append(st.ids, id)
 		}
 	}
 	return f
+}
+
+// candidate returns the starts of the keywords with raw[i] and raw[i+1]
+// as their first two bytes, or nil.
+func (f *keywordFinder) candidate(raw string, i int) *keywordStart {
+	if i+1 >= len(raw) {
+		return nil
+	}
+	p := uint16(lowerASCII[raw[i]])<<8 | uint16(lowerASCII[raw[i+1]])
+	if f.pairs[p>>6]&(1<<(p&63)) == 0 {
+		return nil
+	}
+	return &f.start[f.slot[p]-1]
 }
 
 // next returns where the first keyword at or after from starts in raw,
 // or -1.
 func (f *keywordFinder) next(raw string, from int) int {
 	for i := from; i < len(raw); i++ {
-		a := lowerASCII[raw[i]]
-		if f.ones && f.one[a] {
+		if f.ones && f.one[lowerASCII[raw[i]]] != 0 {
 			return i
 		}
-		if i+1 == len(raw) {
-			break
-		}
-		p := uint16(a)<<8 | uint16(lowerASCII[raw[i+1]])
-		if f.pairs[p>>6]&(1<<(p&63)) == 0 {
+		st := f.candidate(raw, i)
+		if st == nil {
 			continue
 		}
-		st := &f.start[f.slot[p]-1]
-		if st.pair {
+		if st.pair != 0 {
 			return i
 		}
 		if i+2 == len(raw) {
@@ -235,6 +248,36 @@ func (f *keywordFinder) next(raw string, from int) int {
 		}
 	}
 	return -1
+}
+
+// present sets seen[id] for every keyword that occurs in raw; seen has a
+// place for each.
+func (f *keywordFinder) present(raw string, seen []bool) {
+	for i := 0; i < len(raw); i++ {
+		if f.ones {
+			if id := f.one[lowerASCII[raw[i]]]; id != 0 {
+				seen[id-1] = true
+			}
+		}
+		st := f.candidate(raw, i)
+		if st == nil {
+			continue
+		}
+		if st.pair != 0 {
+			seen[st.pair-1] = true
+		}
+		if i+2 == len(raw) {
+			continue
+		}
+		if c := lowerASCII[raw[i+2]]; st.third[c>>6]&(1<<(c&63)) == 0 {
+			continue
+		}
+		for k, t := range st.tails {
+			if hasFoldedPrefix(raw[i+2:], t) {
+				seen[st.ids[k]] = true
+			}
+		}
+	}
 }
 
 // hasFoldedPrefix reports whether s starts with t (lower case) when the

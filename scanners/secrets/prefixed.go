@@ -1,0 +1,682 @@
+package secrets
+
+import (
+	"context"
+	"math"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/zricethezav/gitleaks/v8/config"
+	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/zricethezav/gitleaks/v8/report"
+)
+
+// Rules with a lazy prefix.
+//
+// About a hundred of gitleaks' rules — the generic rule among them — start
+// with (?i)[\w.-]{0,50}?, so that a match begins up to 50 word bytes before
+// its keyword (MY_SERVICE_API_KEY = …). Go's regexp engine has no way to
+// skip ahead to the keyword: at every byte it starts a thread, and in a run
+// of word bytes up to fifty of them are alive at once. Profiled on the
+// issue's ML tree (code, notebooks and logs dense with "key", "token" and
+// "test_"), the generic rule ran at about 1.4 MB/s and it and the two Lob
+// rules were seven eighths of the check's time.
+//
+// The prefix only moves where a match starts, never whether there is one:
+// with body the pattern after the prefix, the matches of the whole pattern
+// are, one for one, the matches of body, each extended backwards over the
+// [\w.-] bytes before it (at most 50, and not into the previous match).
+// Proof sketch: a match of the whole pattern from p needs body to match at
+// some q in p..p+50 with only [\w.-] bytes between; the leftmost such p
+// belongs to the leftmost q (a later q's run starts no earlier), and there
+// the lazy prefix stops at the first q where body matches, so the match
+// ends where body's match from q ends; the next search starts at that end
+// in both. And body can only match where one of the strings its first part
+// spells starts, so the keyword finder proposes the positions and body,
+// anchored, is tried only there.
+//
+// gitleaks has no hook to hand a rule its matches (detectRule calls
+// FindAllStringIndex itself, twice), so for these rules the plain (not
+// decoding) detector does what detectRule does, here: the same keyword
+// gate, allowlists, location, secret group, entropy and the generic
+// rule's give-way filter (filter), over the matches found this way. Only
+// for text that needs no Unicode case folding: (?i) makes the prefix's
+// class also match U+017F and U+212A, and gitleaks' keyword gate lowers
+// U+0130; a fragment holding any of them goes to gitleaks' own detector.
+//
+// The same search serves rules whose every match starts with one of a few
+// literals (jwt's ey, vault's hvs. and s., aws' AKIA…) that gitleaks'
+// keyword gate lets through on most code ("ey" is in every "key"): the
+// finder proposes the literals' places and the pattern is tried there
+// only, with the rune before it, so that a leading \b sees its context.
+// Of the 252 built-in rules, 229 are run this way.
+//
+// TestPrefixedFindAll compares the matches with the patterns' own,
+// TestPrefixedSame the findings with gitleaks' detector on every rule's
+// cases, inside code and on the fixtures, FuzzPrefixed on what the fuzzer
+// makes; on gitleaks' own 6,770 rule cases (bench/secrets-peers.sh's tree)
+// the check's report is the same as before, finding for finding.
+
+// lazyPrefixPattern is how the patterns of the prefixed rules start.
+const lazyPrefixPattern = `(?i)[\w.-]{0,50}?`
+
+// prefixedRule is a rule run by the plain detector itself.
+type prefixedRule struct {
+	rule config.Rule
+	// at matches at the start of its input: ^(?:pattern) or, for
+	// prefixed rules, ^(?i)body; when the pattern starts with an assertion
+	// (context), atContext is ^(?s:.)(?:pattern), for input that starts
+	// with the rune before the place tried.
+	at, atContext *regexp.Regexp
+	context       bool
+	back          bool           // extend matches backwards over the lazy prefix
+	maxLen        int            // the longest match in bytes, or -1
+	start         *keywordFinder // where a match can start: literals, lower case
+	kws           []int          // the rule's keywords, as ids in the detector's finder
+}
+
+// prefixByte is the prefix's class for ASCII bytes: [\w.-].
+var prefixByte = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
+	}
+	return t
+}()
+
+// newPrefixedRule returns r as a rule the plain detector runs, or false
+// when no literal leads its matches or the rule needs what only gitleaks'
+// detectRule does (a path, required rules, a rule not reported alone,
+// keywords outside ASCII).
+func newPrefixedRule(r config.Rule) (*prefixedRule, bool) {
+	if r.Regex == nil || r.Path != nil || len(r.RequiredRules) > 0 || r.SkipReport {
+		return nil, false
+	}
+	for _, k := range r.Keywords {
+		for i := 0; i < len(k); i++ {
+			if k[i] >= 0x80 {
+				return nil, false
+			}
+		}
+	}
+	src := r.Regex.String()
+	pr := &prefixedRule{rule: r}
+	pattern, wrap := src, "^(?:"+src+")"
+	if rest, ok := strings.CutPrefix(src, lazyPrefixPattern); ok && rest != "" {
+		pr.back, pattern, wrap = true, "(?i)"+rest, "^(?i)"+rest
+	}
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil, false
+	}
+	subs := []*syntax.Regexp{re}
+	if re.Op == syntax.OpConcat {
+		subs = re.Sub
+	}
+	for len(subs) > 0 && zeroWidth(subs[0].Op) {
+		subs, pr.context = subs[1:], true
+	}
+	if pr.back && pr.context {
+		return nil, false
+	}
+	starts, ok := prefixes(&syntax.Regexp{Op: syntax.OpConcat, Sub: subs}, 64)
+	if !ok || len(starts) == 0 || slices.ContainsFunc(starts, func(s string) bool { return len(s) < 2 }) {
+		return nil, false
+	}
+	if pr.at, err = regexp.Compile(wrap); err != nil {
+		return nil, false
+	}
+	if pr.context {
+		if pr.atContext, err = regexp.Compile("^(?s:.)(?:" + src + ")"); err != nil {
+			return nil, false
+		}
+	}
+	pr.maxLen = maxBytes(re)
+	pr.start = newKeywordFinder(starts)
+	return pr, true
+}
+
+func zeroWidth(op syntax.Op) bool {
+	switch op {
+	case syntax.OpWordBoundary, syntax.OpNoWordBoundary, syntax.OpBeginText, syntax.OpBeginLine:
+		return true
+	}
+	return false
+}
+
+// prefixes returns strings, ASCII-lower-cased, one of which every match of
+// re starts with, when re's first parts are ASCII literals, small classes,
+// groups and alternations of such; at most limit of them.
+func prefixes(re *syntax.Regexp, limit int) ([]string, bool) {
+	if re.Op != syntax.OpConcat {
+		if s, ok := spell(re, limit); ok {
+			return s, true
+		}
+	}
+	switch re.Op {
+	case syntax.OpCapture:
+		return prefixes(re.Sub[0], limit)
+	case syntax.OpAlternate:
+		var out []string
+		for _, sub := range re.Sub {
+			s, ok := prefixes(sub, limit-len(out))
+			if !ok {
+				return nil, false
+			}
+			out = append(out, s...)
+		}
+		return compact(out, limit)
+	case syntax.OpConcat:
+		out := []string{""}
+		for _, sub := range re.Sub {
+			s, exact := spell(sub, limit)
+			if !exact {
+				if s, ok := prefixes(sub, limit); ok {
+					return cross(out, s, limit)
+				}
+				return compact(out, limit)
+			}
+			next, ok := cross(out, s, limit)
+			if !ok {
+				return compact(out, limit)
+			}
+			out = next
+		}
+		return compact(out, limit)
+	case syntax.OpRepeat, syntax.OpPlus:
+		if re.Op == syntax.OpPlus || re.Min >= 1 {
+			return prefixes(re.Sub[0], limit)
+		}
+	}
+	return nil, false
+}
+
+func cross(a, b []string, limit int) ([]string, bool) {
+	if len(a)*len(b) > limit {
+		return nil, false
+	}
+	var out []string
+	for _, x := range a {
+		for _, y := range b {
+			out = append(out, x+y)
+		}
+	}
+	return compact(out, limit)
+}
+
+func compact(s []string, limit int) ([]string, bool) {
+	sort.Strings(s)
+	s = slices.Compact(s)
+	return s, len(s) <= limit
+}
+
+// spell returns the strings re matches, ASCII-lower-cased, when they are
+// at most limit and re is made of ASCII literals, small classes,
+// concatenations, alternations, groups and optional parts.
+func spell(re *syntax.Regexp, limit int) ([]string, bool) {
+	lower := func(r rune) (byte, bool) {
+		if r >= 0x80 {
+			return 0, false
+		}
+		return lowerASCII[byte(r)], true
+	}
+	var out []string
+	switch re.Op {
+	case syntax.OpEmptyMatch:
+		return []string{""}, true
+	case syntax.OpLiteral:
+		b := make([]byte, 0, len(re.Rune))
+		for _, r := range re.Rune {
+			c, ok := lower(r)
+			if !ok {
+				return nil, false
+			}
+			b = append(b, c)
+		}
+		return []string{string(b)}, true
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
+				c, ok := lower(r)
+				if !ok || len(out) >= 8 {
+					return nil, false
+				}
+				out = append(out, string([]byte{c}))
+			}
+		}
+	case syntax.OpCapture:
+		return spell(re.Sub[0], limit)
+	case syntax.OpQuest:
+		s, ok := spell(re.Sub[0], limit-1)
+		return append(s, ""), ok
+	case syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			s, ok := spell(sub, limit-len(out))
+			if !ok {
+				return nil, false
+			}
+			out = append(out, s...)
+		}
+	case syntax.OpConcat:
+		out = []string{""}
+		for _, sub := range re.Sub {
+			s, ok := spell(sub, limit)
+			if !ok {
+				return nil, false
+			}
+			if out, ok = cross(out, s, limit); !ok {
+				return nil, false
+			}
+		}
+	default:
+		return nil, false
+	}
+	return compact(out, limit)
+}
+
+// maxBytes returns the most bytes a match of re spans, or -1 when it has
+// no bound.
+func maxBytes(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return 0
+	case syntax.OpLiteral:
+		return len(re.Rune) * utf8.UTFMax
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return utf8.UTFMax
+	case syntax.OpCapture:
+		return maxBytes(re.Sub[0])
+	case syntax.OpQuest:
+		return maxBytes(re.Sub[0])
+	case syntax.OpRepeat:
+		n := maxBytes(re.Sub[0])
+		if n < 0 || re.Max < 0 {
+			return -1
+		}
+		return n * re.Max
+	case syntax.OpConcat, syntax.OpAlternate:
+		t := 0
+		for _, sub := range re.Sub {
+			n := maxBytes(sub)
+			if n < 0 {
+				return -1
+			}
+			if re.Op == syntax.OpConcat {
+				t += n
+			} else {
+				t = max(t, n)
+			}
+		}
+		return t
+	}
+	return -1
+}
+
+// foldsOutsideASCII reports whether raw holds a letter whose case folding
+// reaches ASCII (U+017F ſ, U+212A Kelvin) or that gitleaks' lower-casing
+// changes in length (U+0130): the text that goes to gitleaks' detector.
+func foldsOutsideASCII(raw string) bool {
+	return strings.Contains(raw, "\u017f") || strings.Contains(raw, "\u212a") || strings.Contains(raw, "\u0130")
+}
+
+// findAll returns what r.rule.Regex.FindAllStringIndex(raw, -1) returns,
+// for raw that foldsOutsideASCII rejects.
+func (r *prefixedRule) findAll(raw string) [][]int {
+	var out [][]int
+	for pos, from := 0, 0; ; {
+		q := r.start.next(raw, from)
+		if q < 0 {
+			return out
+		}
+		from = q + 1
+		in, at, re := raw[q:], q, r.at // the input tried and where it starts in raw
+		if r.context && q > 0 {
+			_, w := utf8.DecodeLastRuneInString(raw[:q])
+			in, at, re = raw[q-w:], q-w, r.atContext
+		}
+		if r.maxLen >= 0 {
+			// Bounded, so that Go's regexp may use its backtracker; a rune
+			// more, so that \b and $ at the end of a match see what follows.
+			in = in[:min(len(in), q-at+r.maxLen+utf8.UTFMax)]
+		}
+		loc := re.FindStringIndex(in)
+		if loc == nil || at+loc[1] <= q {
+			continue
+		}
+		p, e := q, at+loc[1]
+		if r.back {
+			for n := 0; n < 50 && p > pos && prefixByte[raw[p-1]]; n++ {
+				p--
+			}
+		}
+		out = append(out, []int{p, e})
+		pos, from = e, e
+	}
+}
+
+// prefixedDetector is the plain detector: gitleaks' over the other rules,
+// and the prefixed rules run here.
+type prefixedDetector struct {
+	rest   *detect.Detector // the rules that are not prefixed
+	all    *detect.Detector // every rule: for text that needs Unicode folding
+	rules  []*prefixedRule
+	kw     *keywordFinder // the rules' keywords
+	global []*config.Allowlist
+	path   string // the config file's path: gitleaks scans nothing there
+}
+
+// newPrefixedDetector returns the detector without decoding passes over
+// rs. With no prefixed rule it is gitleaks' own.
+func newPrefixedDetector(rs *ruleSet) fragmentDetector {
+	all := keepAllowed(detect.NewDetector(rs.cfg))
+	cfg := rs.cfg
+	cfg.Rules, cfg.Keywords, cfg.OrderedRules = map[string]config.Rule{}, map[string]struct{}{}, nil
+	d := &prefixedDetector{all: all, global: rs.cfg.Allowlists, path: rs.cfg.Path}
+	ids := map[string]int{}
+	var kws []string
+	for _, id := range rs.cfg.OrderedRules {
+		r := rs.cfg.Rules[id]
+		if p, ok := newPrefixedRule(r); ok {
+			for _, k := range r.Keywords {
+				k = strings.ToLower(k)
+				if _, ok := ids[k]; !ok {
+					ids[k] = len(kws)
+					kws = append(kws, k)
+				}
+				p.kws = append(p.kws, ids[k])
+			}
+			d.rules = append(d.rules, p)
+			continue
+		}
+		cfg.Rules[id] = r
+		cfg.OrderedRules = append(cfg.OrderedRules, id)
+		for _, k := range r.Keywords {
+			cfg.Keywords[strings.ToLower(k)] = struct{}{}
+		}
+	}
+	if len(d.rules) == 0 {
+		return all
+	}
+	d.kw = newKeywordFinder(kws)
+	d.rest = keepAllowed(detect.NewDetector(cfg))
+	return d
+}
+
+// DetectContext finds what gitleaks' plain detector over every rule finds.
+//
+//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
+func (d *prefixedDetector) DetectContext(ctx context.Context, f detect.Fragment) []report.Finding {
+	if f.CommitInfo != nil || f.WindowsFilePath != "" || f.InheritedFromFinding || foldsOutsideASCII(f.Raw) {
+		return d.all.DetectContext(ctx, f)
+	}
+	out := d.rest.DetectContext(ctx, f)
+	if f.FilePath != "" && f.FilePath == d.path || commitOrPathAllowed(f, d.global) {
+		return out // gitleaks scans nothing here
+	}
+	seen := make([]bool, d.kw.n)
+	d.kw.present(f.Raw, seen)
+	var newlines [][]int
+	found := false
+	for _, r := range d.rules {
+		if ctx.Err() != nil {
+			break
+		}
+		if len(r.kws) > 0 && !slices.ContainsFunc(r.kws, func(id int) bool { return seen[id] }) {
+			continue
+		}
+		if commitOrPathAllowed(f, r.rule.Allowlists) {
+			continue
+		}
+		ms := r.findAll(f.Raw)
+		if len(ms) == 0 {
+			continue
+		}
+		if newlines == nil {
+			newlines = newlineIndices(f.Raw)
+		}
+		for _, m := range ms {
+			if g, ok := r.finding(f, d.global, newlines, m); ok {
+				out = append(out, g)
+				found = true
+			}
+		}
+	}
+	if !found {
+		return out
+	}
+	return giveWay(out)
+}
+
+// finding is detectRule's finding for the match m of r in a plain
+// fragment, and whether the allowlists and the entropy bound keep it.
+//
+//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
+func (r *prefixedRule) finding(f detect.Fragment, global []*config.Allowlist, newlines [][]int, m []int) (report.Finding, bool) {
+	secret := strings.Trim(f.Raw[m[0]:m[1]], "\n")
+	m = []int{m[0], m[0] + len(secret)}
+	loc := location(newlines, f.Raw, m)
+	if m[1] > loc.endLineIndex {
+		loc.endLineIndex = m[1]
+	}
+	g := report.Finding{
+		Commit:      f.CommitSHA,
+		RuleID:      r.rule.RuleID,
+		Description: r.rule.Description,
+		StartLine:   f.StartLine + loc.startLine,
+		EndLine:     f.StartLine + loc.endLine,
+		StartColumn: loc.startColumn,
+		EndColumn:   loc.endColumn,
+		Line:        f.Raw[loc.startLineIndex:loc.endLineIndex],
+		Match:       secret,
+		Secret:      secret,
+		File:        f.FilePath,
+		SymlinkFile: f.SymlinkFile,
+		Tags:        r.rule.Tags,
+	}
+	if groups := r.rule.Regex.FindStringSubmatch(g.Secret); len(groups) >= 2 {
+		if r.rule.SecretGroup > 0 {
+			if len(groups) <= r.rule.SecretGroup {
+				return g, false
+			}
+			g.Secret = groups[r.rule.SecretGroup]
+		} else {
+			for _, s := range groups[1:] {
+				if len(s) > 0 {
+					g.Secret = s
+					break
+				}
+			}
+		}
+	}
+	e := shannonEntropy(g.Secret)
+	g.Entropy = float32(e)
+	if r.rule.Entropy != 0 && e <= r.rule.Entropy {
+		return g, false
+	}
+	if findingAllowed(g, f, g.Line, global) || findingAllowed(g, f, g.Line, r.rule.Allowlists) {
+		return g, false
+	}
+	return g, true
+}
+
+// The rest of this file is gitleaks' detect package (v8.30.0) as the
+// prefixed rules need it, unexported there: location.go's location,
+// utils.go's shannonEntropy and filter (without redaction, which the
+// check does not ask gitleaks for), detect.go's checkCommitOrPathAllowed
+// and checkFindingAllowed without their logging.
+
+// newlineIndices is detectRule's newLineRegexp.FindAllStringIndex(raw, -1).
+func newlineIndices(raw string) [][]int {
+	out := [][]int{}
+	for i := 0; ; {
+		j := strings.IndexByte(raw[i:], '\n')
+		if j < 0 {
+			return out
+		}
+		out = append(out, []int{i + j, i + j + 1})
+		i += j + 1
+	}
+}
+
+type matchLocation struct {
+	startLine, endLine, startColumn, endColumn, startLineIndex, endLineIndex int
+}
+
+func location(newlineIndices [][]int, raw string, matchIndex []int) matchLocation {
+	var (
+		prevNewLine int
+		loc         matchLocation
+		lineSet     bool
+		lineNum     int
+	)
+	start, end := matchIndex[0], matchIndex[1]
+	if len(newlineIndices) == 0 {
+		newlineIndices = [][]int{{len(raw), len(raw) + 1}}
+	}
+	for n, pair := range newlineIndices {
+		lineNum = n
+		nl := pair[0]
+		if prevNewLine <= start && start < nl {
+			lineSet = true
+			loc.startLine, loc.endLine = n, n
+			loc.startColumn = start - prevNewLine + 1
+			loc.startLineIndex, loc.endLineIndex = prevNewLine, nl
+		}
+		if prevNewLine < end && end <= nl {
+			loc.endLine = n
+			loc.endColumn = end - prevNewLine
+			loc.endLineIndex = nl
+		}
+		prevNewLine = pair[0]
+	}
+	if !lineSet {
+		loc.startColumn = start - prevNewLine + 1
+		loc.endColumn = end - prevNewLine
+		loc.startLine, loc.endLine = lineNum+1, lineNum+1
+		i := 0
+		for end+i < len(raw) && raw[end+i] != '\n' && raw[end+i] != '\r' {
+			i++
+		}
+		loc.endLineIndex = end + i
+	}
+	return loc
+}
+
+func shannonEntropy(data string) float64 {
+	if data == "" {
+		return 0
+	}
+	counts := map[rune]int{}
+	for _, c := range data {
+		counts[c]++
+	}
+	inv := 1.0 / float64(len(data))
+	var e float64
+	for _, n := range counts {
+		freq := float64(n) * inv
+		e -= freq * math.Log2(freq)
+	}
+	return e
+}
+
+// giveWay is gitleaks' filter: a generic rule's finding gives way to
+// another rule's on the same line whose secret holds its secret.
+func giveWay(findings []report.Finding) []report.Finding {
+	generic := func(id string) bool { return strings.Contains(strings.ToLower(id), "generic") }
+	var out []report.Finding
+	for _, f := range findings {
+		include := true
+		if generic(f.RuleID) {
+			for _, o := range findings {
+				if f.StartLine == o.StartLine && f.Commit == o.Commit && f.RuleID != o.RuleID &&
+					strings.Contains(o.Secret, f.Secret) && !generic(o.RuleID) {
+					include = false
+					break
+				}
+			}
+		}
+		if include {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
+func commitOrPathAllowed(f detect.Fragment, allowlists []*config.Allowlist) bool {
+	if f.FilePath == "" && f.CommitSHA == "" {
+		return false
+	}
+	for _, a := range allowlists {
+		commitAllowed, _ := a.CommitAllowed(f.CommitSHA)
+		pathAllowed := a.PathAllowed(f.FilePath)
+		if a.MatchCondition == config.AllowlistMatchAnd {
+			var checks []bool
+			if len(a.Commits) > 0 {
+				checks = append(checks, commitAllowed)
+			}
+			if len(a.Paths) > 0 {
+				checks = append(checks, pathAllowed)
+			}
+			if len(a.Regexes) > 0 || len(a.StopWords) > 0 {
+				continue // checked with the finding
+			}
+			if allTrue(checks) {
+				return true
+			}
+		} else if commitAllowed || pathAllowed {
+			return true
+		}
+	}
+	return false
+}
+
+//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
+func findingAllowed(g report.Finding, f detect.Fragment, currentLine string, allowlists []*config.Allowlist) bool {
+	for _, a := range allowlists {
+		target := g.Secret
+		switch a.RegexTarget {
+		case "match":
+			target = g.Match
+		case "line":
+			target = currentLine
+		}
+		regexAllowed := a.RegexAllowed(target)
+		stop, _ := a.ContainsStopWord(g.Secret)
+		if a.MatchCondition == config.AllowlistMatchAnd {
+			var checks []bool
+			if len(a.Commits) > 0 {
+				ok, _ := a.CommitAllowed(f.CommitSHA)
+				checks = append(checks, ok)
+			}
+			if len(a.Paths) > 0 {
+				checks = append(checks, a.PathAllowed(f.FilePath))
+			}
+			if len(a.Regexes) > 0 {
+				checks = append(checks, regexAllowed)
+			}
+			if len(a.StopWords) > 0 {
+				checks = append(checks, stop)
+			}
+			if allTrue(checks) {
+				return true
+			}
+		} else if regexAllowed || stop {
+			return true
+		}
+	}
+	return false
+}
+
+func allTrue(bs []bool) bool {
+	for _, b := range bs {
+		if !b {
+			return false
+		}
+	}
+	return true
+}
