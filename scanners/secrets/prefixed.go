@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/zricethezav/gitleaks/v8/config"
@@ -73,10 +74,14 @@ type prefixedRule struct {
 	// with the rune before the place tried.
 	at, atContext *regexp.Regexp
 	context       bool
-	back          bool           // extend matches backwards over the lazy prefix
-	maxLen        int            // the longest match in bytes, or -1
-	start         *keywordFinder // where a match can start: literals, lower case
-	kws           []int          // the rule's keywords, as ids in the detector's finder
+	back          bool                  // extend matches backwards over the lazy prefix
+	maxLen        int                   // the longest match in bytes, or -1
+	starts        []string              // where a match can start: literals, lower case
+	start         func() *keywordFinder // a finder of starts (findAll), built on first use: 136 KiB each
+	kws           []int32               // the rule's keywords, as ids in the detector's finder
+	// startAt[id] says that the literal id of the detector's finder is
+	// one of starts.
+	startAt []bool
 }
 
 // prefixByte is the prefix's class for ASCII bytes: [\w.-].
@@ -135,7 +140,7 @@ func newPrefixedRule(r config.Rule) (*prefixedRule, bool) {
 		}
 	}
 	pr.maxLen = maxBytes(re)
-	pr.start = newKeywordFinder(starts)
+	pr.starts, pr.start = starts, sync.OnceValue(func() *keywordFinder { return newKeywordFinder(starts) })
 	return pr, true
 }
 
@@ -328,45 +333,87 @@ func foldsOutsideASCII(raw string) bool {
 func (r *prefixedRule) findAll(raw string) [][]int {
 	var out [][]int
 	for pos, from := 0, 0; ; {
-		q := r.start.next(raw, from)
+		q := r.start().next(raw, from)
 		if q < 0 {
 			return out
 		}
 		from = q + 1
-		in, at, re := raw[q:], q, r.at // the input tried and where it starts in raw
-		if r.context && q > 0 {
-			_, w := utf8.DecodeLastRuneInString(raw[:q])
-			in, at, re = raw[q-w:], q-w, r.atContext
+		if p, e, ok := r.matchAt(raw, q, pos); ok {
+			out = append(out, []int{p, e})
+			pos, from = e, e
 		}
-		if r.maxLen >= 0 {
-			// Bounded, so that Go's regexp may use its backtracker; a rune
-			// more, so that \b and $ at the end of a match see what follows.
-			in = in[:min(len(in), q-at+r.maxLen+utf8.UTFMax)]
-		}
-		loc := re.FindStringIndex(in)
-		if loc == nil || at+loc[1] <= q {
-			continue
-		}
-		p, e := q, at+loc[1]
-		if r.back {
-			for n := 0; n < 50 && p > pos && prefixByte[raw[p-1]]; n++ {
-				p--
-			}
-		}
-		out = append(out, []int{p, e})
-		pos, from = e, e
 	}
 }
+
+// findAllAt is findAll with the places where one of r's starts occurs in
+// raw taken from hits (every literal of the detector's finder, in order).
+func (r *prefixedRule) findAllAt(raw string, hits []litHit) [][]int {
+	var out [][]int
+	pos, last := 0, -1
+	for _, h := range hits {
+		q := int(h.at)
+		if q < pos || q == last || !r.startAt[h.id] {
+			continue
+		}
+		last = q
+		if p, e, ok := r.matchAt(raw, q, pos); ok {
+			out = append(out, []int{p, e})
+			pos = e
+		}
+	}
+	return out
+}
+
+// matchAt returns the match of r's pattern that its body's match at q
+// makes, when the previous match ended at pos.
+func (r *prefixedRule) matchAt(raw string, q, pos int) (p, e int, ok bool) {
+	in, at, re := raw[q:], q, r.at // the input tried and where it starts in raw
+	if r.context && q > 0 {
+		_, w := utf8.DecodeLastRuneInString(raw[:q])
+		in, at, re = raw[q-w:], q-w, r.atContext
+	}
+	if r.maxLen >= 0 {
+		// Bounded, so that Go's regexp may use its backtracker; a rune
+		// more, so that \b and $ at the end of a match see what follows.
+		in = in[:min(len(in), q-at+r.maxLen+utf8.UTFMax)]
+	}
+	loc := re.FindStringIndex(in)
+	if loc == nil || at+loc[1] <= q {
+		return 0, 0, false
+	}
+	p, e = q, at+loc[1]
+	if r.back {
+		for n := 0; n < 50 && p > pos && prefixByte[raw[p-1]]; n++ {
+			p--
+		}
+	}
+	return p, e, true
+}
+
+// litHit is a place where a literal of the detector's finder starts.
+type litHit struct{ at, id int32 }
 
 // prefixedDetector is the plain detector: gitleaks' over the other rules,
 // and the prefixed rules run here.
 type prefixedDetector struct {
-	rest   *detect.Detector // the rules that are not prefixed
-	all    *detect.Detector // every rule: for text that needs Unicode folding
-	rules  []*prefixedRule
-	kw     *keywordFinder // the rules' keywords
-	global []*config.Allowlist
-	path   string // the config file's path: gitleaks scans nothing there
+	rest  *detect.Detector // the rules that are not prefixed
+	all   *detect.Detector // every rule: for text that needs Unicode folding
+	rules []*prefixedRule
+	// lits are the rules' keywords and starts and rest's keywords; one
+	// pass over a fragment finds them all.
+	lits     *keywordFinder
+	starting []bool  // by literal: some rule starts with it
+	restKWs  []int32 // rest's keywords
+	// restAlways: a rule of rest runs on every fragment (it has no
+	// keyword, or one outside ASCII); restPaths are rest's rules that judge
+	// a file by its path alone, without keywords.
+	restAlways bool
+	restPaths  []config.Rule
+	global     []*config.Allowlist
+	path       string // the config file's path: gitleaks scans nothing there
+
+	mu      sync.Mutex
+	skipped map[string]bool // FilePath, CommitSHA: gitleaks scans nothing there (global allowlist)
 }
 
 // newPrefixedDetector returns the detector without decoding passes over
@@ -375,19 +422,26 @@ func newPrefixedDetector(rs *ruleSet) fragmentDetector {
 	all := keepAllowed(detect.NewDetector(rs.cfg))
 	cfg := rs.cfg
 	cfg.Rules, cfg.Keywords, cfg.OrderedRules = map[string]config.Rule{}, map[string]struct{}{}, nil
-	d := &prefixedDetector{all: all, global: rs.cfg.Allowlists, path: rs.cfg.Path}
-	ids := map[string]int{}
-	var kws []string
+	d := &prefixedDetector{all: all, global: rs.cfg.Allowlists, path: rs.cfg.Path, skipped: map[string]bool{}}
+	ids := map[string]int32{}
+	var lits []string
+	lit := func(k string) int32 {
+		k = strings.ToLower(k)
+		if id, ok := ids[k]; ok {
+			return id
+		}
+		ids[k] = int32(len(lits))
+		lits = append(lits, k)
+		return ids[k]
+	}
 	for _, id := range rs.cfg.OrderedRules {
 		r := rs.cfg.Rules[id]
 		if p, ok := newPrefixedRule(r); ok {
 			for _, k := range r.Keywords {
-				k = strings.ToLower(k)
-				if _, ok := ids[k]; !ok {
-					ids[k] = len(kws)
-					kws = append(kws, k)
-				}
-				p.kws = append(p.kws, ids[k])
+				p.kws = append(p.kws, lit(k))
+			}
+			for _, k := range p.starts {
+				lit(k)
 			}
 			d.rules = append(d.rules, p)
 			continue
@@ -396,12 +450,30 @@ func newPrefixedDetector(rs *ruleSet) fragmentDetector {
 		cfg.OrderedRules = append(cfg.OrderedRules, id)
 		for _, k := range r.Keywords {
 			cfg.Keywords[strings.ToLower(k)] = struct{}{}
+			if strings.ToLower(k) != asciiLowered(k) {
+				d.restAlways = true
+			}
+			d.restKWs = append(d.restKWs, lit(k))
+		}
+		if len(r.Keywords) == 0 {
+			if r.Regex == nil && r.Path != nil {
+				d.restPaths = append(d.restPaths, r)
+			} else {
+				d.restAlways = true
+			}
 		}
 	}
 	if len(d.rules) == 0 {
 		return all
 	}
-	d.kw = newKeywordFinder(kws)
+	d.lits = newKeywordFinder(lits)
+	d.starting = make([]bool, len(lits))
+	for _, p := range d.rules {
+		p.startAt = make([]bool, len(lits))
+		for _, k := range p.starts {
+			p.startAt[ids[k]], d.starting[ids[k]] = true, true
+		}
+	}
 	d.rest = keepAllowed(detect.NewDetector(cfg))
 	return d
 }
@@ -413,25 +485,35 @@ func (d *prefixedDetector) DetectContext(ctx context.Context, f detect.Fragment)
 	if f.CommitInfo != nil || f.WindowsFilePath != "" || f.InheritedFromFinding || foldsOutsideASCII(f.Raw) {
 		return d.all.DetectContext(ctx, f)
 	}
-	out := d.rest.DetectContext(ctx, f)
-	if f.FilePath != "" && f.FilePath == d.path || commitOrPathAllowed(f, d.global) {
-		return out // gitleaks scans nothing here
+	if f.FilePath != "" && f.FilePath == d.path || d.skip(f) {
+		return nil // gitleaks scans nothing here
 	}
-	seen := make([]bool, d.kw.n)
-	d.kw.present(f.Raw, seen)
+	seen := make([]bool, len(d.starting))
+	var hits []litHit
+	d.lits.each(f.Raw, func(at int, id int32) {
+		seen[id] = true
+		if d.starting[id] {
+			hits = append(hits, litHit{int32(at), id})
+		}
+	})
+	var out []report.Finding
+	if d.restAlways || slices.ContainsFunc(d.restKWs, func(id int32) bool { return seen[id] }) ||
+		slices.ContainsFunc(d.restPaths, func(r config.Rule) bool { return r.Path.MatchString(f.FilePath) }) {
+		out = d.rest.DetectContext(ctx, f)
+	}
 	var newlines [][]int
 	found := false
 	for _, r := range d.rules {
 		if ctx.Err() != nil {
 			break
 		}
-		if len(r.kws) > 0 && !slices.ContainsFunc(r.kws, func(id int) bool { return seen[id] }) {
+		if len(r.kws) > 0 && !slices.ContainsFunc(r.kws, func(id int32) bool { return seen[id] }) {
 			continue
 		}
 		if commitOrPathAllowed(f, r.rule.Allowlists) {
 			continue
 		}
-		ms := r.findAll(f.Raw)
+		ms := r.findAllAt(f.Raw, hits)
 		if len(ms) == 0 {
 			continue
 		}
@@ -449,6 +531,38 @@ func (d *prefixedDetector) DetectContext(ctx context.Context, f detect.Fragment)
 		return out
 	}
 	return giveWay(out)
+}
+
+// skip is whether the global allowlist leaves f's file or commit out,
+// remembered by file and commit (a file is many fragments): a few hundred
+// path patterns each time were a tenth of the check's time.
+//
+//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
+func (d *prefixedDetector) skip(f detect.Fragment) bool {
+	key := f.FilePath + "\x00" + f.CommitSHA
+	d.mu.Lock()
+	v, ok := d.skipped[key]
+	d.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = commitOrPathAllowed(f, d.global)
+	d.mu.Lock()
+	if len(d.skipped) >= 4096 {
+		clear(d.skipped)
+	}
+	d.skipped[key] = v
+	d.mu.Unlock()
+	return v
+}
+
+// asciiLowered lower-cases the ASCII letters of s.
+func asciiLowered(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		b[i] = lowerASCII[c]
+	}
+	return string(b)
 }
 
 // finding is detectRule's finding for the match m of r in a plain

@@ -250,13 +250,13 @@ func (f *keywordFinder) next(raw string, from int) int {
 	return -1
 }
 
-// present sets seen[id] for every keyword that occurs in raw; seen has a
-// place for each.
-func (f *keywordFinder) present(raw string, seen []bool) {
+// each calls hit for every place in raw where a keyword starts, with its
+// id, in the order of the places.
+func (f *keywordFinder) each(raw string, hit func(at int, id int32)) {
 	for i := 0; i < len(raw); i++ {
 		if f.ones {
 			if id := f.one[lowerASCII[raw[i]]]; id != 0 {
-				seen[id-1] = true
+				hit(i, id-1)
 			}
 		}
 		st := f.candidate(raw, i)
@@ -264,7 +264,7 @@ func (f *keywordFinder) present(raw string, seen []bool) {
 			continue
 		}
 		if st.pair != 0 {
-			seen[st.pair-1] = true
+			hit(i, st.pair-1)
 		}
 		if i+2 == len(raw) {
 			continue
@@ -274,7 +274,7 @@ func (f *keywordFinder) present(raw string, seen []bool) {
 		}
 		for k, t := range st.tails {
 			if hasFoldedPrefix(raw[i+2:], t) {
-				seen[st.ids[k]] = true
+				hit(i, st.ids[k])
 			}
 		}
 	}
