@@ -47,11 +47,22 @@ const encodingsPattern = `(?P<percent>%[0-9A-Fa-f]{2}(?:.*%[0-9A-Fa-f]{2})?)` +
 // [\w/+-] bytes, which the regexp cuts as segmentsOf does.
 // TestMayDecodeMatchesRegexp compares it with the regexp on every line.
 func mayDecode(raw string) bool {
-	if escapeAt(raw, "%", 2) || escapeAt(raw, `\u`, 4) || escapeAt(raw, `\U`, 4) {
-		return true // percent and unicode escapes: assume they decode
+	found := false
+	decodeSites(raw, func(int) bool { found = true; return false })
+	return found
+}
+
+// decodeSites calls site with the place of each segment of raw that may
+// decode, until it returns false; with -1 when the gate gives up (a
+// "U+hhhh", whose pattern may span lines): then any place may decode.
+// Places are in no order; each lies on the line of its segment.
+func decodeSites(raw string, site func(at int) bool) {
+	if escapesAt(raw, "U+", 4, site, true) {
+		return
 	}
-	if escapeAt(raw, "U+", 4) {
-		return true // "U+hhhh": may span lines, give up
+	// Percent and unicode escapes: assume they decode.
+	if escapesAt(raw, "%", 2, site, false) || escapesAt(raw, `\u`, 4, site, false) || escapesAt(raw, `\U`, 4, site, false) {
+		return
 	}
 	n := len(raw)
 	for i := 0; i < n; i++ {
@@ -62,25 +73,31 @@ func mayDecode(raw string) bool {
 		for j < n && b64Set[raw[j]] {
 			j++
 		}
-		if j-i >= 16 && runDecodes(raw[i:j], raw[j:]) {
-			return true
+		if j-i >= 16 && runDecodes(raw[i:j], raw[j:]) && !site(i) {
+			return
 		}
 		i = j
 	}
-	return false
 }
 
-// escapeAt reports whether lead followed by n hex digits occurs in s.
-func escapeAt(s, lead string, n int) bool {
-	for {
-		i := strings.Index(s, lead)
+// escapesAt calls site for each place of lead followed by n hex digits in
+// s (with -1 instead when giveUp), and reports whether site asked to stop.
+func escapesAt(s, lead string, n int, site func(int) bool, giveUp bool) bool {
+	for off := 0; ; {
+		i := strings.Index(s[off:], lead)
 		if i < 0 {
 			return false
 		}
-		if isHexAt(s, i+len(lead), n) {
-			return true
+		if isHexAt(s, off+i+len(lead), n) {
+			at := off + i
+			if giveUp {
+				at = -1
+			}
+			if !site(at) || giveUp {
+				return true
+			}
 		}
-		s = s[i+1:]
+		off += i + 1
 	}
 }
 

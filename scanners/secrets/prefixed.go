@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"context"
+	"maps"
 	"math"
 	"regexp"
 	"regexp/syntax"
@@ -417,12 +418,12 @@ type prefixedDetector struct {
 }
 
 // newPrefixedDetector returns the detector without decoding passes over
-// rs. With no prefixed rule it is gitleaks' own.
-func newPrefixedDetector(rs *ruleSet) fragmentDetector {
-	all := keepAllowed(detect.NewDetector(rs.cfg))
-	cfg := rs.cfg
+// the rules of full. With no prefixed rule it is gitleaks' own.
+func newPrefixedDetector(full config.Config) fragmentDetector {
+	all := keepAllowed(detect.NewDetector(full))
+	cfg := full
 	cfg.Rules, cfg.Keywords, cfg.OrderedRules = map[string]config.Rule{}, map[string]struct{}{}, nil
-	d := &prefixedDetector{all: all, global: rs.cfg.Allowlists, path: rs.cfg.Path, skipped: map[string]bool{}}
+	d := &prefixedDetector{all: all, global: full.Allowlists, path: full.Path, skipped: map[string]bool{}}
 	ids := map[string]int32{}
 	var lits []string
 	lit := func(k string) int32 {
@@ -434,8 +435,8 @@ func newPrefixedDetector(rs *ruleSet) fragmentDetector {
 		lits = append(lits, k)
 		return ids[k]
 	}
-	for _, id := range rs.cfg.OrderedRules {
-		r := rs.cfg.Rules[id]
+	for _, id := range slices.Sorted(maps.Keys(full.Rules)) { // gitleaks runs them in map order
+		r := full.Rules[id]
 		if p, ok := newPrefixedRule(r); ok {
 			for _, k := range r.Keywords {
 				p.kws = append(p.kws, lit(k))

@@ -128,6 +128,8 @@ func TestPrefixedFindAll(t *testing.T) {
 // the letters that make it hand over to gitleaks.
 func TestPrefixedSame(t *testing.T) {
 	fast, ref := prefixedPair(t)
+	s := newScanner(t)
+	binFast, binRef := binaryDetector(s.rs), keepAllowed(detect.NewDetector(binaryConfig(s.rs)))
 	g := newFake(43)
 	filler := codeFiller(g, 60)
 	found := 0
@@ -137,6 +139,7 @@ func TestPrefixedSame(t *testing.T) {
 			pos, _ := c.pos(g)
 			for _, body := range []string{pos, c.neg(g), strings.ToUpper(pos)} {
 				found += comparePrefixed(t, fast, ref, c.path, body)
+				found += comparePrefixed(t, binFast, binRef, c.path+"!strings", body)
 				found += comparePrefixed(t, fast, ref, c.path, filler+body+"\n"+filler)
 				found += comparePrefixed(t, fast, ref, c.path, "MY_SERVICE_"+body+" "+body)
 			}

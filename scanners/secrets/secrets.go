@@ -60,7 +60,7 @@ type Scanner struct {
 	// binKeys matches the specific rules' keywords (the strings pass), and
 	// bin is a detector over those rules only, built on first use.
 	binKeys *ahocorasick.Trie
-	bin     func() *detect.Detector
+	bin     func() fragmentDetector
 	// win cuts fragments into keyword windows (windows.go); nil with lazy
 	// rules, which compile per input, or when a rule has no keyword.
 	win *windower
@@ -139,7 +139,7 @@ func (s *Scanner) describe() {
 		s.win = newWindower(s.rs)
 	}
 	rs := s.rs
-	s.bin = sync.OnceValue(func() *detect.Detector { return binaryDetector(rs) })
+	s.bin = sync.OnceValue(func() fragmentDetector { return binaryDetector(rs) })
 	s.gitleaksID = make(map[string]string, len(s.byID))
 	for id, r := range s.byID {
 		s.gitleaksID[r.ID] = id
@@ -158,7 +158,7 @@ func newDetector(rs *ruleSet) *detect.Detector {
 func plainDetector(rs *ruleSet, prefixed bool) func() fragmentDetector {
 	return sync.OnceValue(func() fragmentDetector {
 		if prefixed {
-			return newPrefixedDetector(rs)
+			return newPrefixedDetector(rs.cfg)
 		}
 		return keepAllowed(detect.NewDetector(rs.cfg))
 	})
@@ -304,7 +304,7 @@ func (s *Scanner) scanStrings(ctx context.Context, a *scanners.Artifact, c scann
 			lower = bytes.ToLower(append(lower[:0], run...))
 			if s.binKeys.MatchFirst(lower) != nil {
 				raw := string(run)
-				var det fragmentDetector = s.bin()
+				det := s.bin()
 				if s.lazy != nil {
 					det = s.plainFor(raw)
 				}
@@ -381,7 +381,12 @@ func (s *Scanner) plainFor(raw string) fragmentDetector {
 // binaryDetector is a detector without decoding over the specific rules that
 // have keywords: the generic rule over binaries' symbol names is most of the
 // cost and none of the findings.
-func binaryDetector(rs *ruleSet) *detect.Detector {
+func binaryDetector(rs *ruleSet) fragmentDetector {
+	return newPrefixedDetector(binaryConfig(rs))
+}
+
+// binaryConfig is rs's config with the rules of binaryDetector only.
+func binaryConfig(rs *ruleSet) config.Config {
 	cfg := rs.cfg
 	cfg.Rules, cfg.Keywords, cfg.OrderedRules = map[string]config.Rule{}, map[string]struct{}{}, nil
 	for id, r := range rs.cfg.Rules {
@@ -395,7 +400,7 @@ func binaryDetector(rs *ruleSet) *detect.Detector {
 		}
 	}
 	sort.Strings(cfg.OrderedRules)
-	return keepAllowed(detect.NewDetector(cfg))
+	return cfg
 }
 
 // binaryKeywords is a matcher of the keywords of every specific rule (not
@@ -515,18 +520,43 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 		frag := text[:end]
 		text = text[next:]
 		raw := string(normalize(frag))
-		det, decoding := s.detector(raw)
+		var det fragmentDetector
 		var wins []span
 		whole := true
-		if windows && !decoding {
-			wins, whole = s.win.windows(raw)
+		if windows {
+			// The decoding detector only for the windows that hold a
+			// segment that may decode (windows.go); the plain one for the
+			// rest. A gate that gives up hands the fragment over whole.
+			var sites []int
+			giveUp := false
+			decodeSites(raw, func(at int) bool {
+				if at < 0 {
+					giveUp = true
+					return false
+				}
+				sites = append(sites, at)
+				return true
+			})
+			det = s.plain()
+			if giveUp || len(sites) > 0 {
+				det = s.det
+			}
+			if !giveUp {
+				wins, whole = s.win.windows(raw, sites)
+			}
+		} else {
+			det, _ = s.detector(raw)
 		}
 		if whole {
 			wins = []span{{start: 0, end: len(raw)}}
 		}
 		for _, w := range wins {
+			d := det
+			if !whole && !w.dec {
+				d = s.plain()
+			}
 			//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
-			out = append(out, det.DetectContext(ctx, detect.Fragment{
+			out = append(out, d.DetectContext(ctx, detect.Fragment{
 				Raw:       raw[w.start:w.end],
 				FilePath:  path,
 				CommitSHA: commit,

@@ -77,18 +77,51 @@ func newWindower(rs *ruleSet) *windower {
 }
 
 // span is a window: raw[start:end], whose first line is line lines after
-// the fragment's first.
+// the fragment's first; dec when it holds a segment that may decode.
 type span struct {
 	start, end, line int
+	dec              bool
+}
+
+// lineRange returns the line-aligned range of raw from windowContext lines
+// before the line of pos to windowContext lines after it.
+func lineRange(raw string, pos int) (start, end int) {
+	s := pos
+	for k := 0; k <= windowContext; k++ {
+		i := strings.LastIndexByte(raw[:s], '\n')
+		if i < 0 {
+			s = -1
+			break
+		}
+		s = i
+	}
+	e := pos
+	for k := 0; k <= windowContext; k++ {
+		i := strings.IndexByte(raw[e:], '\n')
+		if i < 0 {
+			e = len(raw)
+			break
+		}
+		e += i + 1
+	}
+	return s + 1, e
 }
 
 // windows returns the windows of raw, and whole when raw must be handed
 // over as it is. No windows and whole false: nothing in raw can match.
-func (w *windower) windows(raw string) (out []span, whole bool) {
+// sites are the places of segments that may decode (decodeSites): each
+// gets a window too, marked dec — gitleaks' decoding pass reports only
+// matches that overlap a decoded segment, so a window without one needs
+// no decoding.
+func (w *windower) windows(raw string, sites []int) (out []span, whole bool) {
 	if strings.Contains(raw, "-----BEGIN") || strings.Contains(raw, "\u212a") || strings.Contains(raw, "\u0130") {
 		return nil, true
 	}
-	var ivs [][2]int // line-aligned byte ranges around each hit
+	type iv struct {
+		start, end int
+		dec        bool
+	}
+	var ivs []iv // line-aligned byte ranges around each hit
 	// A hit inside the last window adds nothing: the search goes on from
 	// the window's end.
 	for from := 0; ; {
@@ -96,44 +129,43 @@ func (w *windower) windows(raw string) (out []span, whole bool) {
 		if pos < 0 {
 			break
 		}
-		s := pos
-		for k := 0; k <= windowContext; k++ {
-			i := strings.LastIndexByte(raw[:s], '\n')
-			if i < 0 {
-				s = -1
-				break
-			}
-			s = i
-		}
-		start := s + 1
-		e := pos
-		for k := 0; k <= windowContext; k++ {
-			i := strings.IndexByte(raw[e:], '\n')
-			if i < 0 {
-				e = len(raw)
-				break
-			}
-			e += i + 1
-		}
-		if len(ivs) > 0 && start <= ivs[len(ivs)-1][1] {
-			ivs[len(ivs)-1][1] = max(ivs[len(ivs)-1][1], e)
+		start, e := lineRange(raw, pos)
+		if len(ivs) > 0 && start <= ivs[len(ivs)-1].end {
+			ivs[len(ivs)-1].end = max(ivs[len(ivs)-1].end, e)
 		} else {
-			ivs = append(ivs, [2]int{start, e})
+			ivs = append(ivs, iv{start, e, false})
 		}
-		from = ivs[len(ivs)-1][1]
+		from = ivs[len(ivs)-1].end
+	}
+	if len(sites) > 0 {
+		for _, at := range sites {
+			start, e := lineRange(raw, at)
+			ivs = append(ivs, iv{start, e, true})
+		}
+		slices.SortFunc(ivs, func(a, b iv) int { return a.start - b.start })
+		merged := ivs[:1]
+		for _, v := range ivs[1:] {
+			last := &merged[len(merged)-1]
+			if v.start <= last.end {
+				last.end, last.dec = max(last.end, v.end), last.dec || v.dec
+				continue
+			}
+			merged = append(merged, v)
+		}
+		ivs = merged
 	}
 	covered := 0
-	for _, iv := range ivs {
-		covered += iv[1] - iv[0]
+	for _, v := range ivs {
+		covered += v.end - v.start
 	}
 	if covered*10 >= len(raw)*6 {
 		return nil, true
 	}
 	line, at := 0, 0
-	for _, iv := range ivs {
-		line += strings.Count(raw[at:iv[0]], "\n")
-		at = iv[0]
-		out = append(out, span{start: iv[0], end: iv[1], line: line})
+	for _, v := range ivs {
+		line += strings.Count(raw[at:v.start], "\n")
+		at = v.start
+		out = append(out, span{start: v.start, end: v.end, line: line, dec: v.dec})
 	}
 	return out, false
 }

@@ -2,7 +2,10 @@ package secrets
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,8 +46,40 @@ func TestWindowsSame(t *testing.T) {
 		"conf.py":  filler.String() + "secret_key =\n    '" + g.str(alnum, 40) + "'\n" + filler.String(),
 		"long.txt": strings.Repeat("x", 20000) + " token=" + g.str(alnum, 30) + "\n" + filler.String(),
 	}
+	// Segments that decode, between long runs of code: the decoding
+	// detector sees only their windows.
+	tok := func() string { return "hf_" + g.str(alnum, 34) }
+	var plain strings.Builder // no keyword of any rule
+	for i := range 400 {
+		fmt.Fprintf(&plain, "    x = layer_norm(x) + residual * 0.%d\n", i)
+	}
+	code := plain.String()
+	if wins, whole := with.win.windows(code, nil); whole || len(wins) > 0 {
+		t.Fatalf("the filler holds keywords: %v", wins)
+	}
+	for i, enc := range []string{
+		"env: " + base64.StdEncoding.EncodeToString([]byte("export HF_TOKEN="+tok())) + "\n",
+		"blob = \"" + hex.EncodeToString([]byte("HF_TOKEN="+tok())) + "\"\n",
+		"url = https://example.test/?token=" + url.QueryEscape("HF_TOKEN="+tok()+"&x") + "\n",
+		"data:\n  v: " + base64.StdEncoding.EncodeToString([]byte(base64.StdEncoding.EncodeToString([]byte("HF_TOKEN="+tok())))) + "\n",
+		"s = \"\\u0068\\u0066\\u005f" + tok()[3:] + "\"\n",
+		"key = " + base64.StdEncoding.EncodeToString([]byte("wandb "+g.hex(40))) + "\n",
+		"api_key =\n  '" + base64.StdEncoding.EncodeToString([]byte(g.str(alnum, 30))) + "'\n",
+		"U+0041 U+0042\nHF_TOKEN=" + tok() + "\n",
+		"k: " + g.str(b64, 44) + "\n",
+	} {
+		texts[fmt.Sprintf("enc%d.yaml", i)] = code + enc + code + "token: " + tok() + "\n" + code
+	}
+	decoded := 0
 	for name, text := range texts {
-		compare(t, with, without, name, []byte(text))
+		for _, f := range compare(t, with, without, name, []byte(text)) {
+			if strings.Contains(f.Message, "after decoding") {
+				decoded++
+			}
+		}
+	}
+	if decoded < 4 {
+		t.Errorf("only %d findings made by decoding: the decode windows are not exercised", decoded)
 	}
 	for ci, c := range ruleCases {
 		for seed := uint64(1); seed <= 2; seed++ {
@@ -68,7 +103,7 @@ func TestWindowsSame(t *testing.T) {
 	})
 }
 
-func compare(t *testing.T, with, without *Scanner, name string, text []byte) {
+func compare(t *testing.T, with, without *Scanner, name string, text []byte) []scanners.Finding {
 	t.Helper()
 	key := func(fs []scanners.Finding) []string {
 		var out []string
@@ -90,6 +125,7 @@ func compare(t *testing.T, with, without *Scanner, name string, text []byte) {
 	if !slices.Equal(key(w), key(wo)) {
 		t.Errorf("%s: with windows %v, whole fragments %v", name, key(w), key(wo))
 	}
+	return w
 }
 
 // TestKeywordFinder: the finder reports a keyword where an Aho-Corasick
