@@ -15,6 +15,8 @@ import (
 	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/report"
+
+	"github.com/mlwarden/mlwarden/internal/literal"
 )
 
 // Rules with a lazy prefix.
@@ -75,11 +77,11 @@ type prefixedRule struct {
 	// with the rune before the place tried.
 	at, atContext *regexp.Regexp
 	context       bool
-	back          bool                  // extend matches backwards over the lazy prefix
-	maxLen        int                   // the longest match in bytes, or -1
-	starts        []string              // where a match can start: literals, lower case
-	start         func() *keywordFinder // a finder of starts (findAll), built on first use: 136 KiB each
-	kws           []int32               // the rule's keywords, as ids in the detector's finder
+	back          bool                   // extend matches backwards over the lazy prefix
+	maxLen        int                    // the longest match in bytes, or -1
+	starts        []string               // where a match can start: literals, lower case
+	start         func() *literal.Finder // a finder of starts (findAll), built on first use: 136 KiB each
+	kws           []int32                // the rule's keywords, as ids in the detector's finder
 	// startAt[id] says that the literal id of the detector's finder is
 	// one of starts.
 	startAt []bool
@@ -141,7 +143,7 @@ func newPrefixedRule(r config.Rule) (*prefixedRule, bool) {
 		}
 	}
 	pr.maxLen = maxBytes(re)
-	pr.starts, pr.start = starts, sync.OnceValue(func() *keywordFinder { return newKeywordFinder(starts) })
+	pr.starts, pr.start = starts, sync.OnceValue(func() *literal.Finder { return literal.New(starts) })
 	return pr, true
 }
 
@@ -227,7 +229,7 @@ func spell(re *syntax.Regexp, limit int) ([]string, bool) {
 		if r >= 0x80 {
 			return 0, false
 		}
-		return lowerASCII[byte(r)], true
+		return literal.Lower(byte(r)), true
 	}
 	var out []string
 	switch re.Op {
@@ -334,7 +336,7 @@ func foldsOutsideASCII(raw string) bool {
 func (r *prefixedRule) findAll(raw string) [][]int {
 	var out [][]int
 	for pos, from := 0, 0; ; {
-		q := r.start().next(raw, from)
+		q := r.start().Next(raw, from)
 		if q < 0 {
 			return out
 		}
@@ -402,7 +404,7 @@ type prefixedDetector struct {
 	rules []*prefixedRule
 	// lits are the rules' keywords and starts and rest's keywords; one
 	// pass over a fragment finds them all.
-	lits     *keywordFinder
+	lits     *literal.Finder
 	starting []bool  // by literal: some rule starts with it
 	restKWs  []int32 // rest's keywords
 	// restAlways: a rule of rest runs on every fragment (it has no
@@ -467,7 +469,7 @@ func newPrefixedDetector(full config.Config) fragmentDetector {
 	if len(d.rules) == 0 {
 		return all
 	}
-	d.lits = newKeywordFinder(lits)
+	d.lits = literal.New(lits)
 	d.starting = make([]bool, len(lits))
 	for _, p := range d.rules {
 		p.startAt = make([]bool, len(lits))
@@ -491,7 +493,7 @@ func (d *prefixedDetector) DetectContext(ctx context.Context, f detect.Fragment)
 	}
 	seen := make([]bool, len(d.starting))
 	var hits []litHit
-	d.lits.each(f.Raw, func(at int, id int32) {
+	d.lits.Each(f.Raw, func(at int, id int32) {
 		seen[id] = true
 		if d.starting[id] {
 			hits = append(hits, litHit{int32(at), id})
@@ -561,7 +563,7 @@ func (d *prefixedDetector) skip(f detect.Fragment) bool {
 func asciiLowered(s string) string {
 	b := []byte(s)
 	for i, c := range b {
-		b[i] = lowerASCII[c]
+		b[i] = literal.Lower(c)
 	}
 	return string(b)
 }

@@ -114,7 +114,7 @@ func TestPrefixedFindAll(t *testing.T) {
 				t.Errorf("%s on %q: findAll = %v, the pattern gives %v", r.rule.RuleID, raw, got, want)
 			}
 			var hits []litHit
-			d.lits.each(raw, func(at int, id int32) { hits = append(hits, litHit{int32(at), id}) })
+			d.lits.Each(raw, func(at int, id int32) { hits = append(hits, litHit{int32(at), id}) })
 			if got := r.findAllAt(raw, hits); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("%s on %q: findAllAt = %v, the pattern gives %v", r.rule.RuleID, raw, got, want)
 			}

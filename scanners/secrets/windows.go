@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/zricethezav/gitleaks/v8/config"
+
+	"github.com/mlwarden/mlwarden/internal/literal"
 )
 
 // Keyword windows.
@@ -19,13 +21,16 @@ import (
 // to it (the keyword is the literal its regexp requires, or a word beside
 // the assignment), so the fragment is cut into windows: the lines that
 // hold a keyword of any rule, with windowContext lines either side,
-// merged. A fragment without a keyword is not handed to gitleaks at all
-// (no rule would run). Left whole: a fragment where a segment may decode
-// (decoded text can hold keywords the raw text does not), one holding a
+// merged. A segment that may decode gets a window too (decoded text can
+// hold keywords the raw text does not), and only such windows go to the
+// decoding detector. A fragment without a keyword or such a segment is not
+// handed over at all (no rule would run). Left whole: a fragment holding a
 // PEM block (a key spans many lines), one with the Unicode letters whose
-// lower case is ASCII (gitleaks lowers with strings.ToLower), and one whose
-// windows cover most of it. TestWindowsSame compares the findings with and
-// without windows on every rule's cases, gitleaks' own, code and configs.
+// lower case is ASCII (gitleaks lowers with strings.ToLower), one where the
+// decode gate gives up, and one whose windows cover most of it.
+// TestWindowsSame compares the findings with and without windows on every
+// rule's cases, code with keywords and with encoded segments, and the
+// fixtures.
 
 // windowContext is how many lines either side of a keyword's line a window
 // keeps: a generic match may run over a line break (key =\n 'value'), a
@@ -34,7 +39,7 @@ const windowContext = 2
 
 // windower finds the keyword windows of a fragment.
 type windower struct {
-	kw *keywordFinder
+	kw *literal.Finder
 	// paths are the rules that judge a file by its path alone (pkcs12-file):
 	// gitleaks reports them once per fragment, so a file they match is
 	// handed over in whole fragments.
@@ -73,7 +78,7 @@ func newWindower(rs *ruleSet) *windower {
 		return nil
 	}
 	sort.Strings(kws)
-	return &windower{kw: newKeywordFinder(slices.Compact(kws)), paths: paths}
+	return &windower{kw: literal.New(slices.Compact(kws)), paths: paths}
 }
 
 // span is a window: raw[start:end], whose first line is line lines after
@@ -125,7 +130,7 @@ func (w *windower) windows(raw string, sites []int) (out []span, whole bool) {
 	// A hit inside the last window adds nothing: the search goes on from
 	// the window's end.
 	for from := 0; ; {
-		pos := w.kw.next(raw, from)
+		pos := w.kw.Next(raw, from)
 		if pos < 0 {
 			break
 		}
@@ -168,160 +173,4 @@ func (w *windower) windows(raw string, sites []int) (out []span, whole bool) {
 		out = append(out, span{start: v.start, end: v.end, line: line, dec: v.dec})
 	}
 	return out, false
-}
-
-// keywordFinder finds where the rules' keywords occur in text, ignoring
-// the case of ASCII letters, as gitleaks' prefilter does on the lower-cased
-// text. Written here rather than taken from an Aho-Corasick library: with
-// the ~280 keywords of the built-in rules, whose first bytes are most
-// letters, the automata of github.com/BobuSumisu/aho-corasick and
-// github.com/coregx/ahocorasick both ran at about 195 MB/s (a transition
-// per byte, no prefilter that pays), and the keyword pass was the largest
-// cost left on text without secrets. Most positions are ruled out by a
-// bit per pair of (lower-cased) bytes that some keyword starts with; the
-// rest are checked against the keywords with that start.
-// TestKeywordFinder compares it with the trie on every rule's cases.
-type keywordFinder struct {
-	pairs [1 << 16 / 64]uint64 // bit a<<8|b: a keyword starts with bytes a, b
-	slot  [1 << 16]uint16      // by a<<8|b: 1 + the index of its starts in start
-	start []keywordStart
-	one   [256]int32 // 1 + the index of a one-byte keyword
-	ones  bool       // there are some
-	n     int        // keywords
-}
-
-// keywordStart is what the keywords that start with one pair of bytes hold
-// after it.
-type keywordStart struct {
-	pair  int32     // 1 + the index of the pair itself as a keyword
-	third [4]uint64 // bit c: a keyword goes on with byte c
-	tails []string  // the keywords' bytes after the pair
-	ids   []int32   // their indexes
-}
-
-// lowerASCII maps a byte to its ASCII lower case.
-var lowerASCII = func() (t [256]byte) {
-	for i := range t {
-		t[i] = byte(i)
-		if 'A' <= i && i <= 'Z' {
-			t[i] = byte(i) + 'a' - 'A'
-		}
-	}
-	return t
-}()
-
-// newKeywordFinder returns a finder of kws, which are lower case; a
-// keyword's index in kws is its id.
-func newKeywordFinder(kws []string) *keywordFinder {
-	f := &keywordFinder{n: len(kws)}
-	for i, k := range kws {
-		id := int32(i)
-		switch len(k) {
-		case 0:
-		case 1:
-			f.one[k[0]], f.ones = id+1, true
-		default:
-			p := uint16(k[0])<<8 | uint16(k[1])
-			if f.slot[p] == 0 {
-				f.start = append(f.start, keywordStart{})
-				f.slot[p] = uint16(len(f.start))
-				f.pairs[p>>6] |= 1 << (p & 63)
-			}
-			st := &f.start[f.slot[p]-1]
-			if len(k) == 2 {
-				st.pair = id + 1
-				continue
-			}
-			st.third[k[2]>>6] |= 1 << (k[2] & 63)
-			st.tails = append(st.tails, k[2:])
-			st.ids = append(st.ids, id)
-		}
-	}
-	return f
-}
-
-// candidate returns the starts of the keywords with raw[i] and raw[i+1]
-// as their first two bytes, or nil.
-func (f *keywordFinder) candidate(raw string, i int) *keywordStart {
-	if i+1 >= len(raw) {
-		return nil
-	}
-	p := uint16(lowerASCII[raw[i]])<<8 | uint16(lowerASCII[raw[i+1]])
-	if f.pairs[p>>6]&(1<<(p&63)) == 0 {
-		return nil
-	}
-	return &f.start[f.slot[p]-1]
-}
-
-// next returns where the first keyword at or after from starts in raw,
-// or -1.
-func (f *keywordFinder) next(raw string, from int) int {
-	for i := from; i < len(raw); i++ {
-		if f.ones && f.one[lowerASCII[raw[i]]] != 0 {
-			return i
-		}
-		st := f.candidate(raw, i)
-		if st == nil {
-			continue
-		}
-		if st.pair != 0 {
-			return i
-		}
-		if i+2 == len(raw) {
-			continue
-		}
-		if c := lowerASCII[raw[i+2]]; st.third[c>>6]&(1<<(c&63)) == 0 {
-			continue
-		}
-		for _, t := range st.tails {
-			if hasFoldedPrefix(raw[i+2:], t) {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
-// each calls hit for every place in raw where a keyword starts, with its
-// id, in the order of the places.
-func (f *keywordFinder) each(raw string, hit func(at int, id int32)) {
-	for i := 0; i < len(raw); i++ {
-		if f.ones {
-			if id := f.one[lowerASCII[raw[i]]]; id != 0 {
-				hit(i, id-1)
-			}
-		}
-		st := f.candidate(raw, i)
-		if st == nil {
-			continue
-		}
-		if st.pair != 0 {
-			hit(i, st.pair-1)
-		}
-		if i+2 == len(raw) {
-			continue
-		}
-		if c := lowerASCII[raw[i+2]]; st.third[c>>6]&(1<<(c&63)) == 0 {
-			continue
-		}
-		for k, t := range st.tails {
-			if hasFoldedPrefix(raw[i+2:], t) {
-				hit(i, st.ids[k])
-			}
-		}
-	}
-}
-
-// hasFoldedPrefix reports whether s starts with t (lower case) when the
-// ASCII letters of s are lower-cased.
-func hasFoldedPrefix(s, t string) bool {
-	if len(s) < len(t) {
-		return false
-	}
-	for i := 0; i < len(t); i++ {
-		if lowerASCII[s[i]] != t[i] {
-			return false
-		}
-	}
-	return true
 }

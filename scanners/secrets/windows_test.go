@@ -14,6 +14,7 @@ import (
 
 	ahocorasick "github.com/BobuSumisu/aho-corasick"
 
+	"github.com/mlwarden/mlwarden/internal/literal"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -146,7 +147,7 @@ func TestKeywordFinder(t *testing.T) {
 	kws = append(kws, "q", "z9") // one- and two-byte keywords, as a user's rules may have
 	slices.Sort(kws)
 	kws = slices.Compact(kws)
-	f := newKeywordFinder(kws)
+	f := literal.New(kws)
 	trie := ahocorasick.NewTrieBuilder().AddStrings(kws).Build()
 	g := newFake(31)
 	var texts []string
@@ -185,7 +186,7 @@ func TestKeywordFinder(t *testing.T) {
 			return true
 		})
 		for from := range len(raw) + 1 {
-			if got := f.next(raw, from); got != want[from] {
+			if got := f.Next(raw, from); got != want[from] {
 				t.Fatalf("next(%q, %d) = %d, the trie says %d", raw, from, got, want[from])
 			}
 		}

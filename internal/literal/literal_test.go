@@ -1,0 +1,89 @@
+package literal
+
+import (
+	"strings"
+	"testing"
+)
+
+// naive is the first place at or after from where a literal starts in the
+// ASCII-lower-cased s, or -1.
+func naive(lits []string, s string, from int) int {
+	low := []byte(s)
+	for i, c := range low {
+		low[i] = Lower(c)
+	}
+	for i := from; i < len(s); i++ {
+		for _, l := range lits {
+			if l != "" && strings.HasPrefix(string(low[i:]), l) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func TestFinder(t *testing.T) {
+	lits := []string{"key", "token", "ey", "q", "api_key", "s.", "hvs.", "Upper"}
+	f := New(lits)
+	if f.Len() != len(lits) {
+		t.Fatalf("Len = %d", f.Len())
+	}
+	for _, tt := range []struct {
+		s    string
+		from int
+		want int
+	}{
+		{"", 0, -1},
+		{"nothing here", 0, -1},
+		{"API_KEY=1", 0, 0},
+		{"API_KEY=1", 1, 4},
+		{"xx hvs.abc", 0, 3},
+		{"Upper", 0, -1}, // a literal with an upper-case letter is never found
+		{"tok", 0, -1},
+		{"a TOKEN", 1, 2},
+		{"a q", 0, 2},
+	} {
+		if want := naive(lits, tt.s, tt.from); want != tt.want {
+			t.Fatalf("the table is wrong: %q from %d: %d", tt.s, tt.from, want)
+		}
+		want := tt.want
+		if got := f.Next(tt.s, tt.from); got != want {
+			t.Errorf("Next(%q, %d) = %d, want %d", tt.s, tt.from, got, want)
+		}
+		if got := f.NextBytes([]byte(tt.s), tt.from); got != want {
+			t.Errorf("NextBytes(%q, %d) = %d, want %d", tt.s, tt.from, got, want)
+		}
+	}
+	var ids []int32
+	f.Each("a KEY and a token", func(at int, id int32) { ids = append(ids, id) })
+	if len(ids) != 3 { // key, ey (in KEY), token
+		t.Errorf("Each found %v, want key, ey and token", ids)
+	}
+}
+
+// FuzzFinder compares Next with a plain search.
+func FuzzFinder(f *testing.F) {
+	for _, s := range []string{"", "key", "xKeY token", "s.x", "q", "aPi_KeY", "\xff\xfeey"} {
+		f.Add(s, 0)
+	}
+	lits := []string{"key", "token", "ey", "q", "api_key", "s.", "hvs.", "ab", "abc", "abd"}
+	fd := New(lits)
+	f.Fuzz(func(t *testing.T, s string, from int) {
+		if from < 0 || from > len(s) {
+			return
+		}
+		if got, want := fd.Next(s, from), naive(lits, s, from); got != want {
+			t.Fatalf("Next(%q, %d) = %d, want %d", s, from, got, want)
+		}
+		n := 0
+		fd.Each(s, func(at int, id int32) {
+			if naive(lits[id:id+1], s[at:], 0) != 0 {
+				t.Fatalf("Each reported %q at %d in %q", lits[id], at, s)
+			}
+			n++
+		})
+		if (n > 0) != (naive(lits, s, 0) >= 0) {
+			t.Fatalf("Each found %d places in %q", n, s)
+		}
+	})
+}
