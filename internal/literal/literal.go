@@ -79,7 +79,7 @@ func New(lits []string) *Finder {
 
 // candidate returns the starts of the keywords with raw[i] and raw[i+1]
 // as their first two bytes, or nil.
-func candidate[T ~string | ~[]byte](f *Finder, raw T, i int) *starts {
+func candidate[T string | []byte](f *Finder, raw T, i int) *starts {
 	if i+1 >= len(raw) {
 		return nil
 	}
@@ -92,46 +92,86 @@ func candidate[T ~string | ~[]byte](f *Finder, raw T, i int) *starts {
 
 // next returns where the first keyword at or after from starts in raw,
 // or -1.
-func next[T ~string | ~[]byte](f *Finder, raw T, from int) int {
-	for i := from; i < len(raw); i++ {
-		if f.ones && f.one[lowerTable[raw[i]]] != 0 {
+func next[T string | []byte](f *Finder, raw T, from int) int {
+	if f.ones {
+		return nextWithOnes(f, raw, from)
+	}
+	if from >= len(raw)-1 {
+		return -1
+	}
+	// The pair's first byte is carried from one place to the next: one
+	// table look-up per byte, then a bit.
+	a := uint16(lowerTable[raw[from]]) << 8
+	for i := from; i+1 < len(raw); i++ {
+		b := uint16(lowerTable[raw[i+1]])
+		p := a | b
+		a = b << 8
+		if f.pairs[p>>6]&(1<<(p&63)) == 0 {
+			continue
+		}
+		if matchAt(raw, i, &f.start[f.slot[p]-1]) {
 			return i
-		}
-		st := candidate(f, raw, i)
-		if st == nil {
-			continue
-		}
-		if st.pair != 0 {
-			return i
-		}
-		if i+2 == len(raw) {
-			continue
-		}
-		if c := lowerTable[raw[i+2]]; st.third[c>>6]&(1<<(c&63)) == 0 {
-			continue
-		}
-		for _, t := range st.tails {
-			if hasFoldedPrefix(raw[i+2:], t) {
-				return i
-			}
 		}
 	}
 	return -1
 }
 
+// nextWithOnes is next for a finder with one-byte literals.
+func nextWithOnes[T string | []byte](f *Finder, raw T, from int) int {
+	for i := from; i < len(raw); i++ {
+		if f.one[lowerTable[raw[i]]] != 0 {
+			return i
+		}
+		if st := candidate(f, raw, i); st != nil && matchAt(raw, i, st) {
+			return i
+		}
+	}
+	return -1
+}
+
+// matchAt reports whether a literal of st, whose first two bytes are at
+// i, starts at i.
+func matchAt[T string | []byte](raw T, i int, st *starts) bool {
+	if st.pair != 0 {
+		return true
+	}
+	if i+2 >= len(raw) {
+		return false
+	}
+	if c := lowerTable[raw[i+2]]; st.third[c>>6]&(1<<(c&63)) == 0 {
+		return false
+	}
+	for _, t := range st.tails {
+		if hasFoldedPrefix(raw[i+2:], t) {
+			return true
+		}
+	}
+	return false
+}
+
 // each calls hit for every place in raw where a keyword starts, with its
 // id, in the order of the places.
-func each[T ~string | ~[]byte](f *Finder, raw T, hit func(at int, id int32)) {
+func each[T string | []byte](f *Finder, raw T, hit func(at int, id int32)) {
+	var a uint16
+	if len(raw) > 0 {
+		a = uint16(lowerTable[raw[0]]) << 8
+	}
 	for i := 0; i < len(raw); i++ {
 		if f.ones {
 			if id := f.one[lowerTable[raw[i]]]; id != 0 {
 				hit(i, id-1)
 			}
 		}
-		st := candidate(f, raw, i)
-		if st == nil {
+		if i+1 == len(raw) {
+			break
+		}
+		b := uint16(lowerTable[raw[i+1]])
+		p := a | b
+		a = b << 8
+		if f.pairs[p>>6]&(1<<(p&63)) == 0 {
 			continue
 		}
+		st := &f.start[f.slot[p]-1]
 		if st.pair != 0 {
 			hit(i, st.pair-1)
 		}
@@ -151,7 +191,7 @@ func each[T ~string | ~[]byte](f *Finder, raw T, hit func(at int, id int32)) {
 
 // hasFoldedPrefix reports whether s starts with t (lower case) when the
 // ASCII letters of s are lower-cased.
-func hasFoldedPrefix[T ~string | ~[]byte](s T, t string) bool {
+func hasFoldedPrefix[T string | []byte](s T, t string) bool {
 	if len(s) < len(t) {
 		return false
 	}

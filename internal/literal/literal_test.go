@@ -68,12 +68,18 @@ func FuzzFinder(f *testing.F) {
 	}
 	lits := []string{"key", "token", "ey", "q", "api_key", "s.", "hvs.", "ab", "abc", "abd"}
 	fd := New(lits)
+	multi := lits[:3:3] // no one-byte literal: the pair loop
+	fm := New(append(multi, lits[4:]...))
+	multi = append(multi, lits[4:]...)
 	f.Fuzz(func(t *testing.T, s string, from int) {
 		if from < 0 || from > len(s) {
 			return
 		}
 		if got, want := fd.Next(s, from), naive(lits, s, from); got != want {
 			t.Fatalf("Next(%q, %d) = %d, want %d", s, from, got, want)
+		}
+		if got, want := fm.NextBytes([]byte(s), from), naive(multi, s, from); got != want {
+			t.Fatalf("NextBytes(%q, %d) without one-byte literals = %d, want %d", s, from, got, want)
 		}
 		n := 0
 		fd.Each(s, func(at int, id int32) {
