@@ -26,6 +26,7 @@ import (
 	"github.com/zricethezav/gitleaks/v8/report"
 
 	"github.com/mlwarden/mlwarden/internal/lazyregexp"
+	"github.com/mlwarden/mlwarden/internal/literal"
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/suppress"
 )
@@ -515,6 +516,10 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 	var out []report.Finding
 	line := firstLine
 	windows := s.win != nil && !s.win.wholeFile(path)
+	var blocks *literal.Finder
+	if windows {
+		blocks = s.win.blockFinder(path)
+	}
 	for len(text) > 0 {
 		end, next := fragmentEnd(text)
 		frag := text[:end]
@@ -541,7 +546,7 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 			if giveUp || len(sites) > 0 {
 				det = s.det
 			}
-			if !giveUp {
+			if !giveUp && (blocks == nil || blocks.Next(raw, 0) < 0) {
 				wins, whole = s.win.windows(raw, sites)
 			}
 		} else {

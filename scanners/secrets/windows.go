@@ -1,9 +1,11 @@
 package secrets
 
 import (
+	"regexp/syntax"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/zricethezav/gitleaks/v8/config"
 
@@ -27,7 +29,9 @@ import (
 // handed over at all (no rule would run). Left whole: a fragment holding a
 // PEM block (a key spans many lines), one with the Unicode letters whose
 // lower case is ASCII (gitleaks lowers with strings.ToLower), one where the
-// decode gate gives up, and one whose windows cover most of it.
+// decode gate gives up, one where a rule whose matches span blocks of lines
+// can run (spansBlock: a Kubernetes Secret, curl -u lines below curl), and
+// one whose windows cover most of it.
 // TestWindowsSame compares the findings with and without windows on every
 // rule's cases, code with keywords and with encoded segments, and the
 // fixtures.
@@ -44,6 +48,73 @@ type windower struct {
 	// gitleaks reports them once per fragment, so a file they match is
 	// handed over in whole fragments.
 	paths []config.Rule
+	// blocks are the rules whose matches span blocks of lines (see
+	// spansBlock): a fragment where one of them can run goes whole.
+	blocks []config.Rule
+
+	mu        sync.Mutex
+	blockKeys map[string]*literal.Finder // by the blocks a path lets run
+}
+
+// spansBlock reports whether re repeats a wide class that holds the line
+// break more than a few times — (?s:.){0,200} between a Kubernetes
+// Secret's kind and its data, (.*[\r\n]{1,2}){1,5} after curl, a key's
+// [\s\S-]{64,}? —, so that its matches run over more lines than a window
+// keeps around a keyword.
+func spansBlock(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpStar, syntax.OpPlus, syntax.OpRepeat:
+		if sub := re.Sub[0]; wideWithNewline(sub) && (re.Op != syntax.OpRepeat || re.Max < 0 || re.Max > windowContext) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(re.Sub, spansBlock)
+}
+
+// wideWithNewline reports whether re matches any character or a class of
+// more than a thousand that holds '\n'.
+func wideWithNewline(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpAnyChar:
+		return true
+	case syntax.OpCharClass:
+		n, nl := 0, false
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			n += int(re.Rune[i+1] - re.Rune[i] + 1)
+			nl = nl || re.Rune[i] <= '\n' && '\n' <= re.Rune[i+1]
+		}
+		return nl && n > 1000
+	case syntax.OpConcat, syntax.OpCapture, syntax.OpAlternate:
+		return slices.ContainsFunc(re.Sub, wideWithNewline)
+	}
+	return false
+}
+
+// blockFinder returns a finder of the keywords of the block rules that run
+// on path, or nil when none does.
+func (w *windower) blockFinder(path string) *literal.Finder {
+	var ids []string
+	var kws []string
+	for _, r := range w.blocks {
+		if r.Path == nil || r.Path.MatchString(path) {
+			ids = append(ids, r.RuleID)
+			for _, k := range r.Keywords {
+				kws = append(kws, strings.ToLower(k))
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	key := strings.Join(ids, "\x00")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.blockKeys[key]
+	if f == nil {
+		f = literal.New(kws)
+		w.blockKeys[key] = f
+	}
+	return f
 }
 
 // wholeFile reports whether a path-only rule matches path.
@@ -61,7 +132,7 @@ func (w *windower) wholeFile(path string) bool {
 // handed over).
 func newWindower(rs *ruleSet) *windower {
 	var kws []string
-	var paths []config.Rule
+	var paths, blocks []config.Rule
 	for _, r := range rs.cfg.Rules {
 		if r.Regex == nil && r.Path != nil {
 			paths = append(paths, r)
@@ -73,12 +144,15 @@ func newWindower(rs *ruleSet) *windower {
 		for _, k := range r.Keywords {
 			kws = append(kws, strings.ToLower(k))
 		}
+		if re, err := syntax.Parse(r.Regex.String(), syntax.Perl); err != nil || spansBlock(re) {
+			blocks = append(blocks, r)
+		}
 	}
 	if len(kws) == 0 {
 		return nil
 	}
 	sort.Strings(kws)
-	return &windower{kw: literal.New(slices.Compact(kws)), paths: paths}
+	return &windower{kw: literal.New(slices.Compact(kws)), paths: paths, blocks: blocks, blockKeys: map[string]*literal.Finder{}}
 }
 
 // span is a window: raw[start:end], whose first line is line lines after

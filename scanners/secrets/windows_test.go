@@ -50,8 +50,8 @@ func TestWindowsSame(t *testing.T) {
 	// Segments that decode, between long runs of code: the decoding
 	// detector sees only their windows.
 	tok := func() string { return "hf_" + g.str(alnum, 34) }
-	var plain strings.Builder // no keyword of any rule
-	for i := range 400 {
+	var plain strings.Builder // no keyword of any rule; one fragment with a case between two
+	for i := range 150 {
 		fmt.Fprintf(&plain, "    x = layer_norm(x) + residual * 0.%d\n", i)
 	}
 	code := plain.String()
@@ -68,6 +68,10 @@ func TestWindowsSame(t *testing.T) {
 		"api_key =\n  '" + base64.StdEncoding.EncodeToString([]byte(g.str(alnum, 30))) + "'\n",
 		"U+0041 U+0042\nHF_TOKEN=" + tok() + "\n",
 		"k: " + g.str(b64, 44) + "\n",
+		// Matches over more lines than a window keeps (spansBlock).
+		"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: prod\n  labels:\n    app: db\ntype: Opaque\ndata:\n  password: " +
+			base64.StdEncoding.EncodeToString([]byte(g.str(alnum, 24))) + "\n",
+		"run: |\n  curl \\\n    -X POST \\\n    -H 'Accept: json' \\\n    --user deploy:" + g.str(alnum, 16) + " \\\n    https://example.test/\n",
 	} {
 		texts[fmt.Sprintf("enc%d.yaml", i)] = code + enc + code + "token: " + tok() + "\n" + code
 	}
