@@ -7,12 +7,17 @@
 #   (a) A_MB of text files (configs, scripts, code) with secrets sprinkled in;
 #   (b) an ML repository: code and configs plus B_MB of model weights
 #       (.safetensors, .pt, .bin) that the secrets check leaves to the models
-#       check instead of regexing them byte by byte.
+#       check instead of regexing them byte by byte;
+#   (c) issue 21's ML tree (bench/imagelayout -dir: code, configs, logs and
+#       notebooks dense with key/token words, base64 PNG outputs, weights;
+#       TREE_MB in all, 65 planted credentials; TREE_MB=0 skips it), found
+#       counted by file.
 # Then the whole-process wall time of `mlwarden scan --checks secrets
 # one.sbatch`, median of SBATCH_RUNS.
 #
-# Usage: bench/secrets.sh            (the issue's sizes: A_MB=200 B_MB=2048)
+# Usage: bench/secrets.sh            (the issue's sizes: A_MB=200 B_MB=2048 TREE_MB=200)
 #        A_MB=50 B_MB=256 RUNS=3 RUNS_B=1 bench/secrets.sh   (smaller, for a busy machine)
+# Prints the median wall time, CPU time and peak RSS of each tool.
 # Needs: go, python3 (standard library only). Network: the Go module proxy,
 # once, to build gitleaks.
 set -euo pipefail
@@ -21,6 +26,7 @@ A_MB=${A_MB:-200}
 B_MB=${B_MB:-2048}
 RUNS=${RUNS:-5}
 RUNS_B=${RUNS_B:-$RUNS} # corpus (b) runs; gitleaks reads every weight byte, so it is slow
+TREE_MB=${TREE_MB:-200}
 SBATCH_RUNS=${SBATCH_RUNS:-20}
 SEED=${SEED:-3}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,7 +39,7 @@ echo "work dir: $WORK"
 echo "gitleaks $GL_VERSION; corpus (a) ${A_MB} MB text; corpus (b) ${B_MB} MB weights; $RUNS runs each"
 
 mkdir -p "$WORK/bin"
-(cd "$ROOT" && go build -o "$WORK/bin/mlwarden" ./cmd/mlwarden)
+(cd "$ROOT" && go build -o "$WORK/bin/mlwarden" ./cmd/mlwarden && go build -o "$WORK/bin/imagelayout" ./bench/imagelayout)
 # The same as `go run github.com/zricethezav/gitleaks/v8@$GL_VERSION`, built
 # once so that compile time is not measured.
 GOBIN="$WORK/bin" go install "github.com/zricethezav/gitleaks/v8@$GL_VERSION"
@@ -101,19 +107,21 @@ PY
 
 median() { sort -n | awk '{a[NR]=$1} END{print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-# timeit N CMD... prints the median wall time and the median CPU time
-# (user+system, less sensitive to a busy machine) in seconds of N runs.
+# timeit N CMD... prints the median wall time, the median CPU time
+# (user+system, less sensitive to a busy machine) in seconds and the median
+# peak RSS in MB of N runs.
 timeit() {
   local n=$1; shift
   local f; f=$(mktemp)
   for _ in $(seq "$n"); do
-    /usr/bin/time -q -f '%e %U %S' -o "$f" -a "$@" >/dev/null 2>&1 || true
+    /usr/bin/time -q -f '%e %U %S %M' -o "$f" -a "$@" >/dev/null 2>&1 || true
   done
-  local wall cpu
+  local wall cpu rss
   wall=$(awk '{print $1}' "$f" | median)
   cpu=$(awk '{print $2+$3}' "$f" | median)
+  rss=$(awk '{print int($4/1024)}' "$f" | median)
   rm -f "$f"
-  echo "$wall $cpu"
+  echo "$wall $cpu $rss"
 }
 
 # found MANIFEST REPORT TOOL: how many planted path:line pairs the report names.
@@ -122,31 +130,40 @@ found() {
 import json, sys
 planted = set(open(sys.argv[1]).read().split())
 rep = json.load(open(sys.argv[2]))
+bylines = all(':' in p for p in planted)  # path:line, or (corpus c) paths
 if sys.argv[3] == 'gitleaks':
-    got = {'%s:%d' % (f['File'].split('/corpus/', 1)[-1].split('/', 1)[-1], f['StartLine']) for f in rep}
+    got = {(f['File'].split('/corpus/', 1)[-1].split('/', 1)[-1], f['StartLine']) for f in rep}
 else:
-    got = {'%s:%d' % (f['path'], f['line']) for f in rep['findings']}
+    got = {(f['path'], f['line']) for f in rep['findings']}
+got = {'%s:%d' % g if bylines else g[0] for g in got}
 print('%d/%d planted found, %d findings' % (len(planted & got), len(planted), len(rep if isinstance(rep, list) else rep['findings'])))
 PY
 }
 
-for c in a b; do
-  mb=$A_MB runs=$RUNS; [ $c = b ] && mb=$B_MB runs=$RUNS_B
+corpora="a b"
+[ "$TREE_MB" -gt 0 ] && corpora="a b c"
+for c in $corpora; do
+  mb=$A_MB runs=$RUNS; [ $c = b ] && mb=$B_MB runs=$RUNS_B; [ $c = c ] && mb=$TREE_MB
   dir="$WORK/corpus/$c"
   mkdir -p "$dir"
-  python3 "$WORK/gen.py" $c "$dir" "$mb" "$SEED"
+  if [ $c = c ]; then
+    rmdir "$dir" && "$WORK/bin/imagelayout" -dir "$dir" -tree "$mb" -seed "$SEED"
+    mv "$dir.manifest" "$WORK/corpus/c.manifest"
+  else
+    python3 "$WORK/gen.py" $c "$dir" "$mb" "$SEED"
+  fi
   echo
   echo "== corpus ($c): $(du -sh "$dir" | cut -f1), $(find "$dir" -type f | wc -l) files"
-  read -r gl_t gl_c < <(timeit "$runs" "$GL" dir "$dir" --no-banner --log-level error --exit-code 0 --report-format json --report-path "$WORK/gl-$c.json")
-  read -r ml_t ml_c < <(timeit "$runs" "$MLW" scan --checks secrets --fail-on none --format json --output "$WORK/ml-$c.json" "$dir")
-  echo "gitleaks dir:        median wall ${gl_t}s cpu ${gl_c}s   $(found "$WORK/corpus/$c.manifest" "$WORK/gl-$c.json" gitleaks)"
-  echo "mlwarden --secrets:  median wall ${ml_t}s cpu ${ml_c}s   $(found "$WORK/corpus/$c.manifest" "$WORK/ml-$c.json" mlwarden)"
+  read -r gl_t gl_c gl_m < <(timeit "$runs" "$GL" dir "$dir" --no-banner --log-level error --exit-code 0 --report-format json --report-path "$WORK/gl-$c.json")
+  read -r ml_t ml_c ml_m < <(timeit "$runs" "$MLW" scan --checks secrets --fail-on none --format json --output "$WORK/ml-$c.json" "$dir")
+  echo "gitleaks dir:        median wall ${gl_t}s cpu ${gl_c}s rss ${gl_m} MB   $(found "$WORK/corpus/$c.manifest" "$WORK/gl-$c.json" gitleaks)"
+  echo "mlwarden --secrets:  median wall ${ml_t}s cpu ${ml_c}s rss ${ml_m} MB   $(found "$WORK/corpus/$c.manifest" "$WORK/ml-$c.json" mlwarden)"
   echo "ratio mlwarden/gitleaks: wall $(echo "$ml_t / $gl_t" | bc -l | cut -c1-5), cpu $(echo "$ml_c / $gl_c" | bc -l | cut -c1-5)"
   rm -rf "$dir"
 done
 
 echo
 printf '#!/bin/bash\n#SBATCH -N 2\n#SBATCH --gres=gpu:8\nexport HF_HOME=/scratch/hf\nsrun python train.py --lr 1e-4\n' > "$WORK/one.sbatch"
-read -r sb_t sb_c < <(timeit "$SBATCH_RUNS" "$MLW" scan --checks secrets "$WORK/one.sbatch")
+read -r sb_t sb_c _ < <(timeit "$SBATCH_RUNS" "$MLW" scan --checks secrets "$WORK/one.sbatch")
 echo "mlwarden scan --checks secrets one.sbatch: median wall ${sb_t}s, cpu ${sb_c}s of $SBATCH_RUNS runs (whole process)"
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"

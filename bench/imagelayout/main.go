@@ -59,12 +59,17 @@ func main() {
 	weights := flag.Int("weights", 400, "MiB of the weights layer")
 	seed := flag.Uint64("seed", 1, "seed of everything generated")
 	list := flag.String("blobs", "", "print the layer blob files of this layout's image, bottom first")
+	dir := flag.String("dir", "", "write the ML tree layer's files (the same as -out's, for -tree and -seed) to this directory, and the paths of the files with a planted credential to DIR.manifest")
 	comp := flag.String("compression", "gzip", "gzip or zstd")
 	flag.Parse()
 	log.SetFlags(0)
 	switch {
 	case *out != "":
 		if err := build(*out, *tree, *weights, *seed, *comp); err != nil {
+			log.Fatal(err)
+		}
+	case *dir != "":
+		if err := writeTree(*dir, *tree, *seed); err != nil {
 			log.Fatal(err)
 		}
 	case *decompress != "":
@@ -235,8 +240,9 @@ func (g *gen) torchZip(n int) []byte {
 }
 
 type file struct {
-	name string
-	data []byte
+	name    string
+	data    []byte
+	planted bool // holds one of the fake credentials
 }
 
 // treeFiles is layer 1: about a third text (64 planted credentials), the rest
@@ -257,6 +263,7 @@ func (g *gen) treeFiles(mib int) []file {
 		var name string
 		var data []byte
 		extra := plant(i)
+		planted := extra != ""
 		switch i % 10 {
 		case 0, 1, 2, 3, 4, 5:
 			name, data = fmt.Sprintf("workspace/src/pkg%02d/mod%04d.py", i%40, i), g.code(4<<10+g.r.IntN(60<<10))
@@ -273,10 +280,10 @@ func (g *gen) treeFiles(mib int) []file {
 		if extra != "" {
 			data = append([]byte(extra+"\n"), data...)
 		}
-		fs = append(fs, file{name, data})
+		fs = append(fs, file{name, data, planted})
 		used += len(data)
 	}
-	fs = append(fs, file{"workspace/configs/deploy.env", []byte(g.secret(0) + "\n")})
+	fs = append(fs, file{"workspace/configs/deploy.env", []byte(g.secret(0) + "\n"), true})
 	weights := mib<<20 - used
 	for n := 0; weights > 0; n++ {
 		var name string
@@ -289,10 +296,30 @@ func (g *gen) treeFiles(mib int) []file {
 		default:
 			name, data = fmt.Sprintf("workspace/checkpoints/step%d/optimizer.pt", n), g.torchZip(min(weights, 4<<20+g.r.IntN(12<<20)))
 		}
-		fs = append(fs, file{name, data})
+		fs = append(fs, file{name, data, false})
 		weights -= len(data)
 	}
 	return fs
+}
+
+// writeTree writes the ML tree layer's files under dir, as build makes
+// them for the same size and seed, and dir.manifest.
+func writeTree(dir string, treeMiB int, seed uint64) error {
+	g := &gen{r: rand.New(rand.NewPCG(seed, seed+1))}
+	var planted []string
+	for _, f := range g.treeFiles(treeMiB) {
+		p := filepath.Join(dir, filepath.FromSlash(f.name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, f.data, 0o644); err != nil {
+			return err
+		}
+		if f.planted {
+			planted = append(planted, f.name)
+		}
+	}
+	return os.WriteFile(dir+".manifest", []byte(strings.Join(planted, "\n")+"\n"), 0o644)
 }
 
 // writeLayer writes a gzip (level 6) or zstd (default level) tar blob.
@@ -359,7 +386,7 @@ func build(out string, treeMiB, weightsMiB int, seed uint64, comp string) error 
 		createdBy string
 	}{
 		{g.treeFiles(treeMiB), nil, "COPY workspace /workspace"},
-		{[]file{{"workspace/weights/model-00001-of-00001.safetensors", g.safetensors(weightsMiB << 20)}}, []string{"workspace/configs/.wh.deploy.env"}, "RUN download-weights"},
+		{[]file{{"workspace/weights/model-00001-of-00001.safetensors", g.safetensors(weightsMiB << 20), false}}, []string{"workspace/configs/.wh.deploy.env"}, "RUN download-weights"},
 	}
 	img := empty.Image
 	var raw int64
