@@ -17,6 +17,7 @@
 #
 # Usage: bench/secrets.sh            (the sizes: A_MB=200 B_MB=2048 TREE_MB=200)
 #        A_MB=50 B_MB=256 RUNS=3 RUNS_B=1 bench/secrets.sh   (smaller, for a busy machine)
+#        CORPORA=c bench/secrets.sh   (some of the corpora)
 # Prints the median wall time, CPU time and peak RSS of each tool.
 # Needs: go, python3 (standard library only). Network: the Go module proxy,
 # once, to build gitleaks.
@@ -140,15 +141,14 @@ print('%d/%d planted found, %d findings' % (len(planted & got), len(planted), le
 PY
 }
 
-corpora="a b"
-[ "$TREE_MB" -gt 0 ] && corpora="a b c"
+corpora=${CORPORA:-a b c}
+[ "$TREE_MB" -gt 0 ] || corpora=${corpora//c/}
 for c in $corpora; do
   mb=$A_MB runs=$RUNS; [ $c = b ] && mb=$B_MB runs=$RUNS_B; [ $c = c ] && mb=$TREE_MB
   dir="$WORK/corpus/$c"
   mkdir -p "$dir"
   if [ $c = c ]; then
-    rmdir "$dir" && "$WORK/bin/imagelayout" -dir "$dir" -tree "$mb" -seed "$SEED"
-    mv "$dir.manifest" "$WORK/corpus/c.manifest"
+    rmdir "$dir" && "$WORK/bin/imagelayout" -dir "$dir" -tree "$mb" -seed "$SEED" # and $dir.manifest
   else
     python3 "$WORK/gen.py" $c "$dir" "$mb" "$SEED"
   fi
