@@ -79,6 +79,7 @@ type prefixedRule struct {
 	context       bool
 	back          bool                   // extend matches backwards over the lazy prefix
 	maxLen        int                    // the longest match in bytes, or -1
+	near          *near                  // a necessary condition on the bytes after a start, or nil
 	starts        []string               // where a match can start: literals, lower case
 	start         func() *literal.Finder // a finder of starts (findAll), built on first use: 136 KiB each
 	kws           []int32                // the rule's keywords, as ids in the detector's finder
@@ -143,8 +144,150 @@ func newPrefixedRule(r config.Rule) (*prefixedRule, bool) {
 		}
 	}
 	pr.maxLen = maxBytes(re)
+	pr.near = nearGate(subs)
 	pr.starts, pr.start = starts, sync.OnceValue(func() *literal.Finder { return literal.New(starts) })
 	return pr, true
+}
+
+// near is a necessary condition for a match at a literal's place q: a byte
+// of set occurs in raw[q+from : q+to]. The generic rule's operator
+// (=, :, >, |, ?, ,) must follow its keyword within 23 bytes ([ \t\w.-]{0,20}
+// then [\s'"]{0,3}); most places where "key" or "token" occur in code have
+// none, and trying the pattern there (unbounded, so in Go's NFA) was half
+// of the fast rules' time.
+type near struct {
+	from, to int
+	set      [256]bool
+}
+
+func (n *near) ok(raw string, q int) bool {
+	for j, end := q+n.from, min(len(raw), q+n.to); j < end; j++ {
+		if n.set[raw[j]] {
+			return true
+		}
+	}
+	return false
+}
+
+// nearGate derives a near condition from a pattern made of subs: literals
+// first (their lengths known), then repeats of one-byte classes with a
+// bound (their total bound), then a part that cannot match empty and whose
+// first byte is one of a few: that byte lies within the bounds. Nil when
+// the pattern has no such shape.
+func nearGate(subs []*syntax.Regexp) *near {
+	if len(subs) < 2 {
+		return nil
+	}
+	lits, ok := spell(subs[0], 64)
+	if !ok || len(lits) == 0 {
+		return nil
+	}
+	minL, maxL := len(lits[0]), 0
+	for _, l := range lits {
+		minL, maxL = min(minL, len(l)), max(maxL, len(l))
+	}
+	span := 0
+	i := 1
+	for ; i < len(subs); i++ {
+		n, ok := oneByteRepeat(subs[i])
+		if !ok {
+			break
+		}
+		span += n
+	}
+	if i == len(subs) {
+		return nil
+	}
+	g := &near{from: minL, to: maxL + span + 1}
+	if !firstBytes(subs[i], &g.set) {
+		return nil
+	}
+	return g
+}
+
+// oneByteRepeat returns the bound of re when it repeats (at most a bound
+// of times, possibly none) a class whose every character is one byte in
+// the text the fast rules see (ASCII; ſ and K are sent to gitleaks).
+func oneByteRepeat(re *syntax.Regexp) (int, bool) {
+	switch re.Op {
+	case syntax.OpRepeat, syntax.OpQuest:
+		if re.Op == syntax.OpRepeat && re.Max < 0 {
+			return 0, false
+		}
+		max := 1
+		if re.Op == syntax.OpRepeat {
+			max = re.Max
+		}
+		sub := re.Sub[0]
+		switch {
+		case sub.Op == syntax.OpLiteral && len(sub.Rune) == 1 && sub.Rune[0] < 0x80:
+			return max, true
+		case sub.Op == syntax.OpCharClass && oneByteClass(sub):
+			return max, true
+		}
+	}
+	return 0, false
+}
+
+// oneByteClass reports whether every character of the class is ASCII or
+// one of the letters that send text to gitleaks (ſ, K).
+func oneByteClass(re *syntax.Regexp) bool {
+	for i := 0; i+1 < len(re.Rune); i += 2 {
+		lo, hi := re.Rune[i], re.Rune[i+1]
+		if hi < 0x80 {
+			continue
+		}
+		if !(lo == hi && (lo == 0x17f || lo == 0x212a)) {
+			return false
+		}
+	}
+	return true
+}
+
+// firstBytes adds to set the bytes a match of re can start with, and
+// reports whether re cannot match empty and they are all known.
+func firstBytes(re *syntax.Regexp, set *[256]bool) bool {
+	switch re.Op {
+	case syntax.OpLiteral:
+		r := re.Rune[0]
+		if r >= 0x80 {
+			return false
+		}
+		set[r] = true
+		if re.Flags&syntax.FoldCase != 0 {
+			set[literal.Lower(byte(r))] = true
+			if 'a' <= r && r <= 'z' {
+				set[r-'a'+'A'] = true
+			}
+		}
+		return true
+	case syntax.OpCharClass:
+		if !oneByteClass(re) {
+			return false
+		}
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= min(re.Rune[i+1], 0x7f); r++ {
+				set[r] = true
+			}
+		}
+		return true
+	case syntax.OpCapture:
+		return firstBytes(re.Sub[0], set)
+	case syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			if !firstBytes(sub, set) {
+				return false
+			}
+		}
+		return true
+	case syntax.OpConcat:
+		return len(re.Sub) > 0 && firstBytes(re.Sub[0], set)
+	case syntax.OpRepeat, syntax.OpPlus:
+		if re.Op == syntax.OpPlus || re.Min >= 1 {
+			return firstBytes(re.Sub[0], set)
+		}
+	}
+	return false
 }
 
 func zeroWidth(op syntax.Op) bool {
@@ -370,6 +513,9 @@ func (r *prefixedRule) findAllAt(raw string, hits []litHit) [][]int {
 // matchAt returns the match of r's pattern that its body's match at q
 // makes, when the previous match ended at pos.
 func (r *prefixedRule) matchAt(raw string, q, pos int) (p, e int, ok bool) {
+	if r.near != nil && !r.near.ok(raw, q) {
+		return 0, 0, false
+	}
 	in, at, re := raw[q:], q, r.at // the input tried and where it starts in raw
 	if r.context && q > 0 {
 		_, w := utf8.DecodeLastRuneInString(raw[:q])

@@ -58,7 +58,7 @@ func TestPrefixedRules(t *testing.T) {
 	for _, r := range d.rules {
 		ids = append(ids, r.rule.RuleID)
 	}
-	n, back := 0, 0
+	n, back, gated := 0, 0, 0
 	for _, r := range s.rs.cfg.Rules {
 		if r.Regex != nil && strings.HasPrefix(r.Regex.String(), lazyPrefixPattern) {
 			n++
@@ -68,8 +68,14 @@ func TestPrefixedRules(t *testing.T) {
 		if r.back {
 			back++
 		}
+		if r.near != nil {
+			gated++
+		}
 	}
-	t.Logf("%d rules run here (%d of the %d with the lazy prefix) of %d", len(ids), back, n, len(s.rs.cfg.Rules))
+	t.Logf("%d rules run here (%d of the %d with the lazy prefix, %d with a near condition) of %d", len(ids), back, n, gated, len(s.rs.cfg.Rules))
+	if g := d.rules[slices.Index(ids, "generic-api-key")].near; g == nil || g.from != 3 || g.to != 34 || !g.set['='] || g.set['a'] {
+		t.Errorf("the generic rule's near condition is %+v, want an operator within 3..34 bytes of the keyword's start", g)
+	}
 	for _, id := range []string{"generic-api-key", "lob-api-key", "lob-pub-api-key", "jwt", "vault-service-token", "aws-access-token"} {
 		if !slices.Contains(ids, id) {
 			t.Errorf("%s is not run by the prefixed detector", id)
@@ -105,7 +111,11 @@ func TestPrefixedFindAll(t *testing.T) {
 					w+strings.ToUpper(k)+"="+v+" "+w+k+": '"+v+"'",
 					"x"+w+k+"_"+k+" = "+v+";"+k+"="+v,
 					w+"\n"+k+"\n=\n"+v+"\n",
-					w+k+"="+v+`\n`+k+"="+v+`\r`+w+k+"="+v)
+					w+k+"="+v+`\n`+k+"="+v+`\r`+w+k+"="+v,
+					// the operator as far after the keyword as the patterns allow, and one further
+					k+strings.Repeat("x", 20)+" '\"=\""+v+"\"",
+					k+strings.Repeat("x", 21)+" '\"=\""+v+"\"",
+					k+strings.Repeat(".", 19)+"\n\n\n:"+v+"\n")
 			}
 		}
 		for _, raw := range cases {
