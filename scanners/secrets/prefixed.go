@@ -114,8 +114,8 @@ func newPrefixedRule(r config.Rule) (*prefixedRule, bool) {
 	src := r.Regex.String()
 	pr := &prefixedRule{rule: r}
 	pattern, wrap := src, "^(?:"+src+")"
-	if rest, ok := strings.CutPrefix(src, lazyPrefixPattern); ok && rest != "" {
-		pr.back, pattern, wrap = true, "(?i)"+rest, "^(?i)"+rest
+	if rest, ok := strings.CutPrefix(src, lazyPrefixPattern); ok && rest != "" && lazyPrefixed(src) {
+		pr.back, pattern, wrap = true, "(?i)"+rest, "^(?i:"+rest+")"
 	}
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
@@ -288,6 +288,17 @@ func firstBytes(re *syntax.Regexp, set *[256]bool) bool {
 		}
 	}
 	return false
+}
+
+// lazyPrefixed reports whether the prefix of src is the first part of
+// every match (not only of a first alternative: a|b after it).
+func lazyPrefixed(src string) bool {
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil || re.Op != syntax.OpConcat || len(re.Sub) < 2 {
+		return false
+	}
+	p := re.Sub[0]
+	return p.Op == syntax.OpRepeat && p.Min == 0 && p.Max == 50 && p.Flags&syntax.NonGreedy != 0
 }
 
 func zeroWidth(op syntax.Op) bool {

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/report"
 )
@@ -83,6 +85,28 @@ func TestPrefixedRules(t *testing.T) {
 	}
 	if back < n*9/10 {
 		t.Errorf("only %d of the %d prefixed rules run here", back, n)
+	}
+}
+
+// TestLazyPrefixed: a pattern whose prefix covers a first alternative only
+// is not a prefixed one.
+func TestLazyPrefixed(t *testing.T) {
+	for src, want := range map[string]bool{
+		lazyPrefixPattern + `(?:key)=(\w{8})`:     true,
+		lazyPrefixPattern + `(?:key)=x|token=(y)`: false,
+		lazyPrefixPattern + `key`:                 true,
+	} {
+		if got := lazyPrefixed(src); got != want {
+			t.Errorf("lazyPrefixed(%q) = %v, want %v", src, got, want)
+		}
+		r := config.Rule{RuleID: "t", Regex: regexp.MustCompile(src), Keywords: []string{"key"}}
+		if p, ok := newPrefixedRule(r); ok {
+			for _, raw := range []string{"a_key=abcdefgh", "token=y", "x key=x token=y", "ab_token=y"} {
+				if got, want := p.findAll(raw), r.Regex.FindAllStringIndex(raw, -1); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("%q on %q: findAll = %v, want %v", src, raw, got, want)
+				}
+			}
+		}
 	}
 }
 
