@@ -116,7 +116,7 @@ func next[T string | []byte](f *Finder, raw T, from int) int {
 			if i+2 >= len(raw) {
 				continue
 			}
-			if c := lowerTable[raw[i+2]]; st.third[c>>6]&(1<<(c&63)) == 0 {
+			if !st.goesOn(lowerTable[raw[i+2]]) {
 				continue
 			}
 		}
@@ -140,6 +140,9 @@ func nextWithOnes[T string | []byte](f *Finder, raw T, from int) int {
 	return -1
 }
 
+// goesOn reports whether a literal of st has c as its third byte.
+func (st *starts) goesOn(c byte) bool { return st.third[c>>6]&(1<<(c&63)) != 0 }
+
 // matchAt reports whether a literal of st, whose first two bytes are at
 // i, starts at i.
 func matchAt[T string | []byte](raw T, i int, st *starts) bool {
@@ -149,7 +152,7 @@ func matchAt[T string | []byte](raw T, i int, st *starts) bool {
 	if i+2 >= len(raw) {
 		return false
 	}
-	if c := lowerTable[raw[i+2]]; st.third[c>>6]&(1<<(c&63)) == 0 {
+	if !st.goesOn(lowerTable[raw[i+2]]) {
 		return false
 	}
 	for _, t := range st.tails {
@@ -189,7 +192,7 @@ func each[T string | []byte](f *Finder, raw T, hit func(at int, id int32)) {
 		if i+2 == len(raw) {
 			continue
 		}
-		if c := lowerTable[raw[i+2]]; st.third[c>>6]&(1<<(c&63)) == 0 {
+		if !st.goesOn(lowerTable[raw[i+2]]) {
 			continue
 		}
 		for k, t := range st.tails {
