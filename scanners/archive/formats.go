@@ -14,7 +14,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/bodgit/sevenzip"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/ulikunitz/xz"
@@ -298,7 +297,7 @@ func (w *walk) sevenZip(p string, ra io.ReaderAt, size int64, depth int) {
 		}
 		return
 	}
-	zr, err := sevenzip.NewReader(ra, size)
+	zr, err := models.Open7z(ra, size)
 	if err != nil {
 		w.notScanned(p, fmt.Sprintf("the 7z archive cannot be opened (%v; an encrypted header needs its password).", err), "7z unreadable")
 		return

@@ -15,7 +15,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/bodgit/sevenzip"
 	"github.com/pierrec/lz4/v4"
 	"github.com/ulikunitz/xz"
 	"github.com/ulikunitz/xz/lzma"
@@ -357,7 +356,7 @@ func (sc *scan) sevenZip(p place, ra io.ReaderAt, size int64, depth int) {
 		}
 		return
 	}
-	zr, err := sevenzip.NewReader(ra, size)
+	zr, err := Open7z(ra, size)
 	if err != nil {
 		sc.add(ruleUnscannable, ruleUnscannable.Severity, fmt.Sprintf("7z archive%s cannot be opened (%v): its members were not scanned. %s", p.in(), err, ruleUnscannable.Fix), "7z: "+err.Error())
 		return
