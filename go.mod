@@ -12,6 +12,7 @@ require (
 	github.com/bodgit/sevenzip v1.6.0
 	github.com/cert-manager/cert-manager v1.19.1
 	github.com/gitleaks/go-gitdiff v0.9.1
+	github.com/go-json-experiment/json v1.27.2
 	github.com/google/go-containerregistry v0.22.1
 	github.com/klauspost/compress v1.20.2
 	github.com/knqyf263/go-deb-version v0.0.0-20241115132648-6f4aee6ccd23
