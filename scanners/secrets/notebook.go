@@ -3,7 +3,6 @@ package secrets
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/zricethezav/gitleaks/v8/report"
 
+	"github.com/mlwarden/mlwarden/internal/jsontok"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -30,57 +30,67 @@ const maxNotebookDepth = 64
 // decodeNotebook decodes every string in a notebook's JSON (cell sources,
 // outputs, tracebacks, metadata), skipping binary output data (image/*,
 // application/* other than JSON), and returns the decoded text, one entry of
-// lines per text line. A hand-written walk over encoding/json's tokens
-// because nbformat has no Go library and the line of each string in the file
-// is needed for the report.
+// lines per text line. A hand-written walk over JSON tokens (internal/jsontok:
+// encoding/json's Decoder.Token, faster) because nbformat has no Go library
+// and the line of each string in the file is needed for the report; the
+// binary data is skipped without being unquoted.
 func decodeNotebook(data []byte) (text []byte, lines []nbLine, err error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
+	dec := jsontok.New(data)
 	var stack []nbFrame
 	fileLine, lastOff := 1, 0
+	advance := func() {
+		off := int(dec.Offset())
+		fileLine += bytes.Count(data[lastOff:off], []byte{'\n'})
+		lastOff = off
+	}
 	var buf bytes.Buffer
 	for {
-		tok, err := dec.Token()
+		top := len(stack) - 1
+		var cur []string // the path of a string value
+		if k := dec.Peek(); k == '"' && (top < 0 || !stack[top].wantKey) {
+			// A string value: binary data is read past, not decoded.
+			if cur = nbPath(stack); skipNotebookValue(cur) {
+				if err := dec.Skip(); err != nil {
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					return nil, nil, err
+				}
+				advance()
+				nbValueDone(stack)
+				continue
+			}
+		}
+		tok, err := dec.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return nil, nil, err
 		}
-		off := int(dec.InputOffset())
-		fileLine += bytes.Count(data[lastOff:off], []byte{'\n'})
-		lastOff = off
+		advance()
 
-		top := len(stack) - 1
 		if top >= 0 && stack[top].object && stack[top].wantKey {
 			// A key, or the end of the object.
-			if _, ok := tok.(json.Delim); ok {
+			if tok.Kind != '"' {
 				stack = stack[:top]
 				nbValueDone(stack)
 				continue
 			}
-			k, _ := tok.(string)
-			stack[top].key, stack[top].wantKey = k, false
+			stack[top].key, stack[top].wantKey = tok.Str, false
 			continue
 		}
-		switch v := tok.(type) {
-		case json.Delim:
-			switch v {
-			case '{', '[':
-				if len(stack) >= maxNotebookDepth {
-					return nil, nil, errors.New("notebook JSON nested too deep")
-				}
-				stack = append(stack, nbFrame{object: v == '{', wantKey: v == '{'})
-			default: // ']' ('}' is handled with the keys)
-				stack = stack[:top]
-				nbValueDone(stack)
+		switch tok.Kind {
+		case '{', '[':
+			if len(stack) >= maxNotebookDepth {
+				return nil, nil, errors.New("notebook JSON nested too deep")
 			}
-		case string:
-			cur := nbPath(stack)
+			stack = append(stack, nbFrame{object: tok.Kind == '{', wantKey: tok.Kind == '{'})
+		case ']': // '}' is handled with the keys
+			stack = stack[:top]
 			nbValueDone(stack)
-			if skipNotebookValue(cur) {
-				continue
-			}
+		case '"':
+			nbValueDone(stack)
 			cell, part := -1, "metadata"
 			if len(cur) >= 3 && cur[0] == "cells" {
 				fmt.Sscan(cur[1], &cell)
@@ -91,7 +101,7 @@ func decodeNotebook(data []byte) (text []byte, lines []nbLine, err error) {
 					part = "output"
 				}
 			}
-			for _, l := range strings.Split(strings.TrimSuffix(v, "\n"), "\n") {
+			for _, l := range strings.Split(strings.TrimSuffix(tok.Str, "\n"), "\n") {
 				buf.WriteString(l)
 				buf.WriteByte('\n')
 				lines = append(lines, nbLine{fileLine: fileLine, cell: cell, part: part})

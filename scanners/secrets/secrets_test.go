@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -281,6 +282,10 @@ func FuzzNotebook(f *testing.F) {
 	s := newScanner(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		text, lines, err := decodeNotebook(data)
+		wantText, wantLines, wantErr := decodeNotebookV1(data)
+		if (err == nil) != (wantErr == nil) || !bytes.Equal(text, wantText) || !slices.Equal(lines, wantLines) {
+			t.Fatalf("decoders disagree on %q:\nnow %q %v %v\nencoding/json %q %v %v", data, text, lines, err, wantText, wantLines, wantErr)
+		}
 		if err == nil {
 			n := bytes.Count(data, []byte{'\n'}) + 1
 			if c := bytes.Count(text, []byte{'\n'}); c != len(lines) {
