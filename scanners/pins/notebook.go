@@ -1,16 +1,17 @@
 package pins
 
 import (
-	"bytes"
-	"encoding/json"
 	"sort"
 	"strings"
+
+	"github.com/mlwarden/mlwarden/internal/jsontok"
 )
 
 // scanNotebook checks a Jupyter notebook's code cells as Python, and its
 // shell escapes (!pip install …, %pip, %conda, %%bash cells) as shell, at the
 // notebook file's lines. It walks the JSON tokens so that each source line
-// keeps the line it has in the file.
+// keeps the line it has in the file; the values no cell source is in
+// (outputs, metadata) are read past without being decoded.
 func scanNotebook(data []byte, r *rep) {
 	lines := lineStarts(data)
 	lineAt := func(off int64) int { return sort.SearchInts(lines, int(off)+1) }
@@ -28,9 +29,28 @@ func scanNotebook(data []byte, r *rep) {
 	var cur *cell
 	st := newShellState()
 	defer st.finish()
-	dec := json.NewDecoder(bytes.NewReader(data))
+	dec := jsontok.New(data)
 	for {
-		tok, err := dec.Token()
+		// Path: {cells: [ {cell_type, source: [ "…", … ] } ] }
+		inCells := len(stack) >= 2 && stack[0].key == "cells" && !stack[1].obj
+		top := len(stack) - 1
+		if top >= 0 && stack[top].obj && !stack[top].expectKey {
+			// A member's value: skip the notebook's other members and a
+			// cell's other than its type and source.
+			if k := len(stack); k == 1 && stack[0].key != "cells" ||
+				k == 3 && inCells && stack[2].key != "cell_type" && stack[2].key != "source" {
+				if err := dec.Skip(); err != nil {
+					// As below.
+					if cur != nil && cur.typ == "code" {
+						notebookCell(cur.src, cur.lines, r, st)
+					}
+					return
+				}
+				stack[top].expectKey = true
+				continue
+			}
+		}
+		tok, err := dec.Next()
 		if err != nil {
 			// The end, or a truncated or broken notebook: checked as far as
 			// it parsed, including the cell it stopped in.
@@ -39,11 +59,10 @@ func scanNotebook(data []byte, r *rep) {
 			}
 			return
 		}
-		end := dec.InputOffset()
-		// Path: {cells: [ {cell_type, source: [ "…", … ] } ] }
-		inCells := len(stack) >= 2 && stack[0].key == "cells" && !stack[1].obj
-		switch t := tok.(type) {
-		case json.Delim:
+		end := dec.Offset()
+		switch tok.Kind {
+		case '{', '[', '}', ']':
+			t := tok.Kind
 			switch t {
 			case '{', '[':
 				if len(stack) > 0 && stack[len(stack)-1].obj {
@@ -68,8 +87,8 @@ func scanNotebook(data []byte, r *rep) {
 				}
 			}
 			continue
-		case string:
-			top := len(stack) - 1
+		case '"':
+			t := tok.Str
 			if top >= 0 && stack[top].obj && stack[top].expectKey {
 				stack[top].key, stack[top].expectKey = t, false
 				continue
