@@ -20,6 +20,7 @@ import (
 
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/source/image"
+	"github.com/mlwarden/mlwarden/scanners/source/script"
 )
 
 // DefaultMaxFileSize is the largest file scanned unless --max-file-size says
@@ -346,59 +347,6 @@ func errMsg(err error) string {
 	return err.Error()
 }
 
-// scriptSource is one script held in memory (standard input).
-type scriptSource struct {
-	name string
-	data []byte
-	err  error
-}
-
 // OpenScript reads one script (a batch script on standard input, say) into a
 // source of kind "script". name is used as the target and path.
-func OpenScript(name string, r io.Reader) scanners.Source {
-	data, err := io.ReadAll(io.LimitReader(r, maxScript+1))
-	if err == nil && len(data) > maxScript {
-		err = fmt.Errorf("script is larger than %d bytes", maxScript)
-	}
-	return &scriptSource{name: name, data: data, err: err}
-}
-
-const maxScript = 16 << 20
-
-func (s *scriptSource) Target() scanners.Target {
-	return scanners.Target{Name: s.name, Kind: scanners.KindScript}
-}
-
-func (s *scriptSource) Walk(ctx context.Context, sink scanners.Sink) error {
-	if s.err != nil {
-		return fmt.Errorf("read script: %w", s.err)
-	}
-	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: s.name, TargetKind: scanners.KindScript, Path: s.name, Size: int64(len(s.data))}
-	return sink.Artifact(a, &readerAt{data: s.data})
-}
-
-// readerAt is an in-memory io.Reader and io.ReaderAt.
-type readerAt struct {
-	data []byte
-	off  int
-}
-
-func (r *readerAt) Read(p []byte) (int, error) {
-	if r.off >= len(r.data) {
-		return 0, io.EOF
-	}
-	n := copy(p, r.data[r.off:])
-	r.off += n
-	return n, nil
-}
-
-func (r *readerAt) ReadAt(p []byte, off int64) (int, error) {
-	if off >= int64(len(r.data)) {
-		return 0, io.EOF
-	}
-	n := copy(p, r.data[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
-}
+func OpenScript(name string, r io.Reader) scanners.Source { return script.Open(name, r) }
