@@ -3,14 +3,11 @@ package scan
 import (
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/config"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
-	"github.com/mlwarden/mlwarden/scanners/source/hf"
-	"github.com/mlwarden/mlwarden/scanners/source/image"
 )
 
 // Owners are the config file's sections that the pipeline's checks own,
@@ -36,9 +33,7 @@ func Configure(cmd string, flags map[string][]string, env func(string) (string, 
 		explicit = pre.String("config")
 	}
 	owners := append(Owners(), extra...)
-	// A Hugging Face cache holds a model author's files: its snapshot's
-	// .mlwarden.yaml must not configure (or suppress) the scan of it.
-	targets = slices.DeleteFunc(slices.Clone(targets), hf.IsCache)
+	targets = configTargets(targets)
 	var file *config.File
 	switch {
 	case pre.Has("no-target-config"):
@@ -101,35 +96,7 @@ func OptionsFrom(v *config.Values) (Options, error) {
 	if v.Has("timeout") {
 		o.Timeout = v.Duration("timeout")
 	}
-	o.Image = image.Options{Platform: str("platform")}
-	if v.Has("insecure-registry") {
-		o.Image.Insecure = v.List("insecure-registry")
-	}
-	if v.Has("no-cache") {
-		o.Image.NoCache = v.Bool("no-cache")
-	}
-	if v.Has("cache-max-size") {
-		o.Image.CacheMaxBytes = v.Size("cache-max-size")
-		if o.Image.CacheMaxBytes == 0 {
-			o.Image.CacheMaxBytes = -1 // no bound
-		}
-		o.Cache.MaxBytes = o.Image.CacheMaxBytes
-	}
-	o.CacheBackend = str("cache-backend")
-	o.Cache.Dir = str("cache-dir")
-	if v.Has("cache-ttl") {
-		if o.Cache.TTL = v.Duration("cache-ttl"); o.Cache.TTL == 0 {
-			o.Cache.TTL = -1 // forever
-		}
-	}
-	if v.Has("download-limit") {
-		n := v.Size("download-limit")
-		if n == 0 {
-			n = -1 // no limit
-		}
-		o.HF.DownloadLimit, o.Image.DownloadLimit = n, n
-	}
-	o.HF.Endpoint = str("hf-endpoint")
+	sourceOptionsFrom(v, &o)
 	if v.Has("spank-option") {
 		for _, s := range v.List("spank-option") {
 			spec, err := parseSpank(s)

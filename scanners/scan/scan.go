@@ -25,21 +25,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/archive"
-	"github.com/mlwarden/mlwarden/scanners/cache"
 	"github.com/mlwarden/mlwarden/scanners/catalog"
 	"github.com/mlwarden/mlwarden/scanners/config"
 	"github.com/mlwarden/mlwarden/scanners/cuda"
 	"github.com/mlwarden/mlwarden/scanners/pins"
 	"github.com/mlwarden/mlwarden/scanners/secrets"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
-	"github.com/mlwarden/mlwarden/scanners/source"
-	"github.com/mlwarden/mlwarden/scanners/source/hf"
-	"github.com/mlwarden/mlwarden/scanners/source/image"
+	"github.com/mlwarden/mlwarden/scanners/source/script"
 	"github.com/mlwarden/mlwarden/scanners/suppress"
 	"github.com/mlwarden/mlwarden/scanners/vulns"
 )
@@ -106,15 +100,18 @@ type Options struct {
 	// (--cache-backend: "" or "fs", redis://, rediss://; see
 	// scanners/cache), Cache its bounds and directory. Image.NoCache turns
 	// it off; Image.Cache, when set, is used instead.
+	// (The types of these four fields are cache.Options, image.Options,
+	// source.GitOptions and hf.Options; stand-ins in mlwarden-sbatch, see
+	// sources_sbatch.go.)
 	CacheBackend string
-	Cache        cache.Options
+	Cache        cacheOptions
 	// Image configures image targets (platform, registries, cache).
-	Image image.Options
+	Image imageOptions
 	// Git configures repository targets.
-	Git source.GitOptions
+	Git gitOptions
 	// HF configures hf: targets (endpoint, token, download limit); its
 	// Cache is the image cache unless set (Image.NoCache turns both off).
-	HF hf.Options
+	HF hfOptions
 	// Spank lists the SPANK options the site's plugins add to sbatch.
 	Spank []slurm.OptionSpec
 	// Stdin is read for the target "-".
@@ -136,7 +133,7 @@ type Scanner struct {
 	baseline suppress.Baseline
 	secrets  *secrets.Scanner
 	version  string
-	cache    *cache.Cache // opened by New; nil when off
+	cache    resultCache // opened by New; nil when off
 	archives *archive.Expander
 }
 
@@ -147,7 +144,7 @@ func New(o Options) (*Scanner, error) {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
 	if o.MaxFileSize <= 0 {
-		o.MaxFileSize = source.DefaultMaxFileSize
+		o.MaxFileSize = defaultMaxFileSize
 	}
 	if len(o.Checks) == 0 {
 		o.Checks = catalog.Names()
@@ -221,41 +218,9 @@ func New(o Options) (*Scanner, error) {
 		build += fmt.Sprintf("\x00archive-depth\x00%d\x00%v", o.MaxArchiveDepth, ao.Escapes != nil)
 	}
 	s.version = RulesVersion(build, o.Checks, s.rules, files...)
-	if s.o.Image.RulesVersion == "" {
-		s.o.Image.RulesVersion = s.version
-	}
-	if s.o.Image.Cache == nil && !s.o.Image.NoCache {
-		co := o.Cache
-		co.Warn = o.Warn
-		if co.MaxBytes == 0 {
-			co.MaxBytes = s.o.Image.CacheMaxBytes
-		}
-		if co.Dir == "" {
-			co.Dir = s.o.Image.CacheDir
-		}
-		c, err := cache.Open(o.CacheBackend, co)
-		switch {
-		case err == nil:
-			s.cache, s.o.Image.Cache = c, c
-		case o.CacheBackend != "" && o.CacheBackend != cache.BackendFS:
-			catalog.Close(checks)
-			return nil, fmt.Errorf("--cache-backend: %w", err)
-		default:
-			s.o.Image.NoCache = true // no directory for it (no $HOME): scans are cold
-		}
-	}
-	// Hub files share the image layers' cache (kind hub-file).
-	if s.o.HF.Cache == nil && !s.o.Image.NoCache {
-		s.o.HF.Cache = s.o.Image.Cache
-	}
-	if s.o.HF.RulesVersion == "" {
-		s.o.HF.RulesVersion = s.version
-	}
-	if s.o.Image.Concurrency == 0 {
-		s.o.Image.Concurrency = o.Workers
-	}
-	if s.o.Git.MaxFileSize == 0 {
-		s.o.Git.MaxFileSize = o.MaxFileSize
+	if err := s.openSources(); err != nil {
+		catalog.Close(checks)
+		return nil, err
 	}
 	return s, nil
 }
@@ -267,10 +232,6 @@ func (s *Scanner) Close() {
 		s.cache.Close()
 	}
 }
-
-// Cache is the result cache the pipeline keeps results in (nil when off):
-// the server's verdicts and sweep's finished targets go there too.
-func (s *Scanner) Cache() *cache.Cache { return s.o.Image.Cache }
 
 // Rules lists the rules of the enabled checks, sorted by ID.
 func (s *Scanner) Rules() []scanners.Rule { return s.rules }
@@ -292,7 +253,7 @@ type Target struct {
 	Script *Script
 	// Auth, when set, authenticates to the registry of an image target
 	// (the credentials a Harbor scan request came with).
-	Auth authn.Authenticator
+	Auth authenticator
 	// Insecure reaches the image's registry over plain HTTP (a registry the
 	// caller already knows to speak it).
 	Insecure bool
@@ -340,7 +301,7 @@ func (s *Scanner) Run(ctx context.Context, targets ...Target) (*Result, error) {
 			if in == nil {
 				in = strings.NewReader("")
 			}
-			srcs = append(srcs, source.OpenScript("stdin", in))
+			srcs = append(srcs, script.Open("stdin", in))
 		default:
 			src, err := s.open(ctx, t)
 			if err != nil {
@@ -387,27 +348,6 @@ func (s *Scanner) Run(ctx context.Context, targets ...Target) (*Result, error) {
 	out.Result = res
 	return out, nil
 }
-
-// open opens one target's source with the pipeline's options.
-func (s *Scanner) open(ctx context.Context, t Target) (scanners.Source, error) {
-	o := source.Options{MaxFileSize: s.o.MaxFileSize, Workers: s.o.Workers, Image: s.o.Image, Git: s.o.Git, HF: s.o.HF}
-	if t.Auth != nil {
-		o.Image.Keychain = fixedKeychain{t.Auth}
-	}
-	if t.Insecure {
-		ref := strings.TrimPrefix(t.Ref, image.SchemeRegistry+":")
-		if reg, err := name.ParseReference(ref, name.Insecure); err == nil {
-			o.Image.Insecure = append(slices.Clip(o.Image.Insecure), reg.Context().RegistryStr())
-		}
-	}
-	return source.Open(ctx, t.Ref, o)
-}
-
-// fixedKeychain hands the same credentials for every registry: the ones a
-// request came with.
-type fixedKeychain struct{ a authn.Authenticator }
-
-func (k fixedKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return k.a, nil }
 
 // suppressions is the set that applies once the run is over: the config's
 // ignore entries, the baseline, and each local directory's or repository's

@@ -7,7 +7,7 @@ import (
 
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/slurm"
-	"github.com/mlwarden/mlwarden/scanners/source"
+	"github.com/mlwarden/mlwarden/scanners/source/script"
 )
 
 // Script is a batch script held in memory, with how it was submitted: the
@@ -59,9 +59,9 @@ func (s *Scanner) submission(sc *Script) *submission {
 }
 
 func (sub *submission) sources() []scanners.Source {
-	srcs := []scanners.Source{source.OpenScript(sub.sc.Name, bytes.NewReader(sub.sc.Data))}
+	srcs := []scanners.Source{script.Open(sub.sc.Name, bytes.NewReader(sub.sc.Data))}
 	if sub.opts != nil {
-		srcs = append(srcs, source.OpenScript(sub.optsName, bytes.NewReader(sub.opts)))
+		srcs = append(srcs, script.Open(sub.optsName, bytes.NewReader(sub.opts)))
 	}
 	return srcs
 }

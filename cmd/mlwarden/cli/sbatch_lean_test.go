@@ -128,6 +128,11 @@ func TestSbatchLeanDeps(t *testing.T) {
 		"k8s.io/",                                          // misconfig.Cluster's and the server's API types, client-go
 		"github.com/prometheus/",                           // the server's metrics
 		"google.golang.org/grpc/",                          //
+		"github.com/redis/",                                // the result cache's Redis backend (4 MB of the binary)
+		"github.com/mlwarden/mlwarden/scanners/cache",      // the result cache
+		"github.com/mlwarden/mlwarden/scanners/source",     // targets by reference: paths, git (source/script stays)
+		"github.com/mlwarden/mlwarden/scanners/source/image",
+		"github.com/mlwarden/mlwarden/scanners/source/hf",
 	}
 	for _, want := range left {
 		in := func(pkgs []string) []string {
