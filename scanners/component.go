@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"io"
 	"slices"
 	"strings"
@@ -164,15 +165,33 @@ func (s *sink) describe(a *Artifact, head []byte) *Component {
 // addComponent records c, with the SHA-256 of its content when hash is set
 // and the content is at hand (r, size).
 func (s *sink) addComponent(c *Component, r io.ReaderAt, size int64, hash bool) {
+	if !s.hashes(c) || !hash || r == nil {
+		if c != nil && s.comps != nil {
+			AddComponent(s.ctx, *c)
+		}
+		return
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err != nil {
+		h = nil
+	}
+	s.addComponentSum(c, h, size)
+}
+
+// hashes reports whether c is a component still to be hashed.
+func (s *sink) hashes(c *Component) bool {
+	return c != nil && s.comps != nil && c.SHA256 == ""
+}
+
+// addComponentSum records c with the digest h took of its size bytes (nil:
+// none taken).
+func (s *sink) addComponentSum(c *Component, h hash.Hash, size int64) {
 	if c == nil || s.comps == nil {
 		return
 	}
-	if hash && r != nil && c.SHA256 == "" {
-		h := sha256.New()
-		if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err == nil {
-			c.SHA256 = hex.EncodeToString(h.Sum(nil))
-			c.Size = size
-		}
+	if h != nil && c.SHA256 == "" {
+		c.SHA256 = hex.EncodeToString(h.Sum(nil))
+		c.Size = size
 	}
 	AddComponent(s.ctx, *c)
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"slices"
@@ -429,6 +431,81 @@ type opened struct {
 	expand bool // an archive whose members the expander hands over
 }
 
+// prefix returns how much of a streamed artifact the checks that want it
+// read, when every one of them reads no more than a prefix that fits in
+// memory (PrefixReader); at least the head is kept. An archive the expander
+// opens is read whole.
+func (s *sink) prefix(o *opened, a *Artifact, head []byte) (int64, bool) {
+	if o.expand || len(o.wanted) == 0 {
+		return 0, false
+	}
+	limit := int64(len(head))
+	for _, sc := range o.wanted {
+		p, ok := sc.(PrefixReader)
+		if !ok {
+			return 0, false
+		}
+		n, ok := p.Prefix(a, head)
+		if !ok || n > s.d.memLimit {
+			return 0, false
+		}
+		limit = max(limit, n)
+	}
+	return limit, true
+}
+
+// readPrefix reads the first limit bytes of the stream head+r into memory
+// and the rest into h (the component's digest; nil: discarded). size is the
+// stream's whole length.
+func readPrefix(head []byte, r io.Reader, limit int64, h hash.Hash) (p *prefixContent, size int64, err error) {
+	buf := make([]byte, limit)
+	n := copy(buf, head)
+	m, err := io.ReadFull(r, buf[n:])
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, 0, fmt.Errorf("read: %w", err)
+	}
+	buf = buf[:n+m]
+	var rest int64
+	if h != nil {
+		h.Write(buf)
+		rest, err = io.Copy(h, r)
+	} else {
+		rest, err = io.Copy(io.Discard, r)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read: %w", err)
+	}
+	size = int64(len(buf)) + rest
+	return &prefixContent{data: buf, size: size}, size, nil
+}
+
+// prefixContent is an artifact of size bytes of which the first len(data)
+// are at hand: a read past them is ErrPastPrefix.
+type prefixContent struct {
+	data []byte
+	size int64
+}
+
+func (c *prefixContent) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("read at a negative offset")
+	}
+	if off >= c.size {
+		return 0, io.EOF
+	}
+	n := 0
+	if off < int64(len(c.data)) {
+		n = copy(p, c.data[off:])
+	}
+	switch {
+	case n == len(p):
+		return n, nil
+	case off+int64(n) >= c.size:
+		return n, io.EOF
+	}
+	return n, ErrPastPrefix
+}
+
 // open reads the head, asks every scanner, and makes the content readable at
 // any offset for those that want it. It returns nil when nobody does.
 func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
@@ -501,6 +578,20 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 		}
 		o.data = buf.Bytes()
 	default:
+		var h hash.Hash // the component's digest, taken on the way
+		if s.hashes(comp) {
+			h = sha256.New()
+		}
+		if limit, ok := s.prefix(o, a, head); ok {
+			// Only a prefix is read: keep it, read the rest past.
+			p, size, err := readPrefix(head, r, limit, h)
+			if err != nil {
+				return nil, nop, err
+			}
+			o.ra, o.size = p, size
+			s.addComponentSum(comp, h, size)
+			return o, nop, nil
+		}
 		// Spool to an anonymous file: its name is ours, never the artifact's,
 		// and it is unlinked at once.
 		f, err := os.CreateTemp(s.d.tempDir, "mlwarden-spool-*")
@@ -508,13 +599,17 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 			return nil, nop, fmt.Errorf("spool: %w", err)
 		}
 		os.Remove(f.Name())
-		size, err := io.Copy(f, io.MultiReader(bytes.NewReader(head), r))
+		var w io.Writer = f
+		if h != nil {
+			w = io.MultiWriter(f, h)
+		}
+		size, err := io.Copy(w, io.MultiReader(bytes.NewReader(head), r))
 		if err != nil {
 			f.Close()
 			return nil, nop, fmt.Errorf("spool: %w", err)
 		}
 		o.ra, o.size = f, size
-		s.addComponent(comp, f, size, true)
+		s.addComponentSum(comp, h, size)
 		return o, func() { f.Close() }, nil
 	}
 	o.ra, o.size = bytes.NewReader(o.data), int64(len(o.data))

@@ -3,6 +3,8 @@ package scanners_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -349,5 +351,77 @@ func TestDispatcherCapsFindingsPerRule(t *testing.T) {
 		if more == nil || !strings.Contains(more.Message, fmt.Sprintf("and %d more", n-scanners.MaxFindingsPerRule)) || more.Severity != scanners.SeverityCritical || more.Line != 0 {
 			t.Errorf("summary finding %+v", more)
 		}
+	}
+}
+
+// prefixScanner wants *.bin files and reads only their first n bytes
+// (PrefixReader); it reports what it could read and where reading stopped.
+type prefixScanner struct {
+	n     int64
+	whole bool // read the whole content instead (a check that misdeclares)
+}
+
+func (prefixScanner) Check() string { return "p" }
+func (prefixScanner) Rules() []scanners.Rule {
+	return []scanners.Rule{{ID: "p/read", Check: "p", Severity: scanners.SeverityLow}}
+}
+func (prefixScanner) Wants(a *scanners.Artifact, _ []byte) bool { return strings.HasSuffix(a.Path, ".bin") }
+func (p prefixScanner) Prefix(*scanners.Artifact, []byte) (int64, bool) { return p.n, true }
+func (p prefixScanner) Scan(_ context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
+	n := p.n
+	if p.whole {
+		n = c.Size()
+	}
+	buf := make([]byte, n)
+	if _, err := c.ReadAt(buf, 0); err != nil && err != io.EOF {
+		return nil, err
+	}
+	h := sha256.Sum256(buf)
+	return []scanners.Finding{scanners.At(a, p.Rules()[0], 0, fmt.Sprintf("size %d, %x", c.Size(), h[:4]))}, nil
+}
+
+// onlyDescriber says *.bin files are models and reads nothing.
+type onlyDescriber struct{ describer }
+
+func (onlyDescriber) Wants(*scanners.Artifact, []byte) bool { return false }
+
+// TestDispatcherReadsPrefix: a large streamed artifact whose every check
+// reads a prefix is not spooled (the spool directory does not exist), its
+// content has its whole size, the prefix reads as the file, a read past it is
+// ErrPastPrefix, and its component digest is the whole file's. When another
+// check wants it whole, it is spooled and read whole as before.
+func TestDispatcherReadsPrefix(t *testing.T) {
+	data := make([]byte, 5<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	h := sha256.Sum256(data[:300<<10])
+	wantMsg := fmt.Sprintf("size %d, %x", len(data), h[:4])
+	whole := sha256.Sum256(data)
+	run := func(temp string, scs ...scanners.Scanner) *scanners.Result {
+		src := newSource(true, map[string][]byte{"w.bin": data})
+		scs = append(scs, onlyDescriber{})
+		return scanners.NewDispatcher(scs, scanners.WithMemoryLimit(1<<20), scanners.WithTempDir(temp), scanners.WithComponentHashes(true)).Run(context.Background(), src)
+	}
+	nowhere := t.TempDir() + "/absent"
+	res := run(nowhere, prefixScanner{n: 300 << 10})
+	if len(res.Errors) != 0 || len(res.Findings) != 1 || res.Findings[0].Message != wantMsg {
+		t.Fatalf("prefix read: findings %+v errors %+v, want %q", res.Findings, res.Errors, wantMsg)
+	}
+	if len(res.Components) != 1 || res.Components[0].SHA256 != hex.EncodeToString(whole[:]) || res.Components[0].Size != int64(len(data)) {
+		t.Errorf("component %+v, want the whole file's digest", res.Components)
+	}
+	res = run(nowhere, prefixScanner{n: 300 << 10, whole: true})
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, "past the prefix") {
+		t.Errorf("a read past the prefix: errors %+v, want ErrPastPrefix", res.Errors)
+	}
+	// A prefix larger than the memory limit, or a check that reads whole:
+	// spooled (and failing where the spool cannot be made).
+	if res := run(nowhere, prefixScanner{n: 2 << 20}); len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, "spool") {
+		t.Errorf("a prefix over the memory limit was not spooled: errors %+v", res.Errors)
+	}
+	res = run(t.TempDir(), prefixScanner{n: 300 << 10}, describer{wordScanner{check: "a", word: "no such word"}})
+	if len(res.Errors) != 0 || len(res.Findings) != 1 || res.Findings[0].Message != wantMsg || len(res.Components) != 1 || res.Components[0].SHA256 != hex.EncodeToString(whole[:]) {
+		t.Errorf("spooled: errors %+v components %+v", res.Errors, res.Components)
 	}
 }

@@ -208,6 +208,24 @@ type Rider interface {
 	Rides(a *Artifact, head []byte) bool
 }
 
+// PrefixReader is implemented by a check that reads only the start of some
+// artifacts: the models check reads a safetensors file's header, never its
+// tensors. Prefix returns how many bytes from the start of a its Scan reads
+// at most, and true; false when it may read anywhere. When every check that
+// wants a streamed artifact too large to hold in memory (a weights file in
+// an image layer) reads no more than a prefix of it, the dispatcher keeps
+// the head and that prefix in memory and reads the rest past — hashed, when
+// the artifact is a component — instead of spooling it to disk. Its Content
+// still has the artifact's whole size; a read past the prefix is an error
+// (ErrPastPrefix), never a silent short read.
+type PrefixReader interface {
+	Prefix(a *Artifact, head []byte) (int64, bool)
+}
+
+// ErrPastPrefix is the error of a read past the prefix a PrefixReader
+// declared.
+var ErrPastPrefix = errors.New("read past the prefix the check declared (a bug in the check)")
+
 // TargetFinisher is implemented by a check that judges a target as a whole,
 // once every artifact of it has been handed over. The dispatcher calls
 // FinishTarget after the target's walk: a checksum manifest seen early in the
