@@ -8,6 +8,7 @@ package models
 
 import (
 	"bytes"
+	"encoding/binary"
 	"context"
 	"fmt"
 	"io/fs"
@@ -159,6 +160,22 @@ func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 		return false
 	}
 	return sniff(head, a.Size, a.Path) != fmtUnknown || modelName(a.Path)
+}
+
+// Prefix says how much of a the check reads, for the formats it reads only
+// the start of: a safetensors file up to the end of its header (the header
+// length its first 8 bytes give, as sc.safetensors reads it; 8 bytes when
+// that length is out of bounds). The dispatcher then keeps that much of a
+// weights file streamed from an image layer and does not spool the rest.
+func (s *Scanner) Prefix(a *scanners.Artifact, head []byte) (int64, bool) {
+	if a.Size < 0 || len(head) < 8 || sniff(head, a.Size, a.Path) != fmtSafetensors {
+		return 0, false
+	}
+	n := binary.LittleEndian.Uint64(head)
+	if n > 100<<20 {
+		return 8, true
+	}
+	return 8 + int64(n), true
 }
 
 // modelExts are names that promise a model format. A file so named whose
