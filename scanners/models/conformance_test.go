@@ -35,4 +35,5 @@ func TestConformance(t *testing.T) {
 	t.Run("wants", func(t *testing.T) { scannertest.CheckWants(t, s, seeds...) })
 	t.Run("empty-target", func(t *testing.T) { scannertest.CheckEmptyTarget(t, s) })
 	t.Run("seeds", func(t *testing.T) { scannertest.CheckSeeds(t, s, seeds...) })
+	t.Run("prefix", func(t *testing.T) { scannertest.CheckPrefix(t, s, seeds...) })
 }

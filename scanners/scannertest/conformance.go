@@ -51,6 +51,18 @@ func Conformance(t *testing.T, sc scanners.Scanner, seeds ...Seed) {
 	t.Run("wants-cost", func(t *testing.T) { CheckWantsCost(t, sc, seeds...) })
 	t.Run("empty-target", func(t *testing.T) { CheckEmptyTarget(t, sc) })
 	t.Run("seeds", func(t *testing.T) { CheckSeeds(t, sc, seeds...) })
+	if _, ok := sc.(scanners.PrefixReader); ok {
+		t.Run("prefix", func(t *testing.T) { CheckPrefix(t, sc, seeds...) })
+	}
+}
+
+// CheckPrefix tests a PrefixReader: on every seed it wants and declares a
+// prefix for, Scan reads nothing past that prefix (or the head, which the
+// dispatcher always keeps) and reports what it reports with the whole
+// content at hand.
+func CheckPrefix(t testing.TB, sc scanners.Scanner, seeds ...Seed) {
+	t.Helper()
+	report(t, checkPrefix(sc, seeds, t.Logf))
 }
 
 // CheckRules tests the check's name and rules: Check is one of the
@@ -412,6 +424,65 @@ func checkSeeds(sc scanners.Scanner, seeds []Seed, log logf) []error {
 	}
 	log("%d seeds in %d targets, %d wanted: %d findings", len(seeds), len(tgs), wanted, len(res.Findings))
 	return errs
+}
+
+func checkPrefix(sc scanners.Scanner, seeds []Seed, log logf) []error {
+	pr, ok := sc.(scanners.PrefixReader)
+	if !ok {
+		return nil
+	}
+	var errs []error
+	checked := 0
+	for _, seed := range seeds {
+		// Each seed as it is and with 16 KiB of zeros after it, so that a
+		// prefix shorter than the head the dispatcher keeps is tested too.
+		for _, data := range [][]byte{seed.Data, append(slices.Clip(seed.Data), make([]byte, 2*scanners.HeadSize)...)} {
+			s := Seed{Target: seed.Target, Path: seed.Path, Data: data}
+			a := seedArtifact(s, "prefix", MapFS(map[string][]byte{s.Path: s.Data}))
+			h := head(s.Data)
+			if !sc.Wants(a, h) {
+				continue
+			}
+			n, ok := pr.Prefix(a, h)
+			if !ok {
+				continue
+			}
+			checked++
+			keep := min(int64(len(s.Data)), max(n, int64(len(h))))
+			size := int64(len(s.Data))
+			whole, werr := sc.Scan(context.Background(), a, io.NewSectionReader(bytes.NewReader(s.Data), 0, size))
+			part, perr := sc.Scan(context.Background(), a, io.NewSectionReader(&prefixOnly{data: s.Data[:keep], size: size}, 0, size))
+			if fmt.Sprint(werr) != fmt.Sprint(perr) || fmt.Sprint(whole) != fmt.Sprint(part) {
+				errs = append(errs, fmt.Errorf("%s (%d bytes): declares a prefix of %d bytes, but reading only that gives %v (error %v), the whole %v (error %v)", s.Path, size, n, part, perr, whole, werr))
+			}
+		}
+	}
+	log("%d seeds and padded seeds with a prefix checked", checked)
+	return errs
+}
+
+// prefixOnly holds the first bytes of a content of size bytes, as the
+// dispatcher's prefix content does.
+type prefixOnly struct {
+	data []byte
+	size int64
+}
+
+func (c *prefixOnly) ReadAt(p []byte, off int64) (int, error) {
+	if off >= c.size {
+		return 0, io.EOF
+	}
+	n := 0
+	if off < int64(len(c.data)) {
+		n = copy(p, c.data[off:])
+	}
+	switch {
+	case n == len(p):
+		return n, nil
+	case off+int64(n) >= c.size:
+		return n, io.EOF
+	}
+	return n, scanners.ErrPastPrefix
 }
 
 func scanDirect(sc scanners.Scanner, a *scanners.Artifact, data []byte) {
