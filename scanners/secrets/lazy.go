@@ -212,11 +212,11 @@ func (l *lazyRules) plainFor(raw string) (fragmentDetector, error) {
 	}
 	//lint:ignore SA1019 gitleaks' default config still uses the [allowlist] table.
 	vb.AllowList, vb.Allowlists, vo.AllowList, vo.Allowlists = nil, nil, nil, nil
-	base, err := translateSafely(vb)
+	base, err := translateFew(vb)
 	if err != nil {
 		return nil, err
 	}
-	ours, err := translateSafely(vo)
+	ours, err := translateFew(vo)
 	if err != nil {
 		return nil, err
 	}
