@@ -536,6 +536,10 @@ var (
 
 	poolHostWords    = sync.OnceValue(func() *literal.Finder { return literal.New(poolHosts) })
 	minerBinaryWords = sync.OnceValue(func() *literal.Finder { return literal.New(minerBinaries) })
+	// minerTraceWords is every word minerText looks for, in one pass.
+	minerTraceWords = sync.OnceValue(func() *literal.Finder {
+		return literal.New(append(append([]string{"stratum"}, poolHosts...), minerBinaries...))
+	})
 )
 
 // minerFile is what follows a miner's name when it is a file: a version
@@ -582,6 +586,14 @@ func (r *run) miner(cl cmdLine) {
 	}
 }
 
+// foldsToASCII reports whether data holds a character that bytes.ToLower
+// turns into an ASCII letter (the Kelvin sign into k, İ into i and a
+// combining dot): there the literal finders, which fold only ASCII, would
+// miss what a search in the lower-cased text finds.
+func foldsToASCII(data []byte) bool {
+	return bytes.Contains(data, []byte("\u212a")) || bytes.Contains(data, []byte("\u0130"))
+}
+
 // containsAny reports whether lower (lower-cased text) holds any of words.
 func containsAny(lower []byte, words *literal.Finder) bool {
 	return words.NextBytes(lower, 0) >= 0
@@ -591,8 +603,18 @@ func containsAny(lower []byte, words *literal.Finder) bool {
 // names in downloads and paths (outside prose). Plain substring searches
 // over the whole text decide first which expressions can match at all, so
 // that text without any miner trace (nearly all of it) costs no regexp.
-func (r *run) minerText(lower []byte, doc bool) {
-	data := lower
+//
+// lower is data lower-cased, or nil: the literal passes fold ASCII case
+// themselves, so data is lower-cased only when it holds a trace (or a
+// character that lower-cases to ASCII, when the caller lower-cased it).
+func (r *run) minerText(data, lower []byte, doc bool) {
+	if lower == nil {
+		if minerTraceWords().NextBytes(data, 0) < 0 {
+			return
+		}
+		lower = bytes.ToLower(data)
+	}
+	data = lower
 	url := bytes.Contains(lower, []byte("stratum"))
 	host := containsAny(lower, poolHostWords())
 	word := !doc && containsAny(lower, minerBinaryWords())

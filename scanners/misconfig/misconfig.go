@@ -153,8 +153,15 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 		head = data
 	}
 	kind := classify(a.Path, head)
-	lower := bytes.ToLower(data)
-	cmds := mayHaveCommands(lower)
+	// The literal passes fold ASCII case: the text is lower-cased first
+	// only where that would find more (foldsToASCII).
+	var lower []byte
+	words := data
+	if foldsToASCII(data) {
+		lower = bytes.ToLower(data)
+		words = lower
+	}
+	cmds := mayHaveCommands(words)
 	switch kind {
 	case kindShell:
 		if cmds {
@@ -185,7 +192,7 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 	}
 	// Miner traces are searched in the lower-cased copy: it has the same
 	// lines, and evidence from it is a pool URL or a binary name.
-	r.minerText(lower, kind == kindDoc)
+	r.minerText(data, lower, kind == kindDoc)
 	if truncated {
 		r.out = append(r.out, scanners.At(a, RuleNotScanned, 0,
 			fmt.Sprintf("only the first %d bytes of this %d-byte text file were checked for misconfigurations", s.maxBytes, c.Size())))

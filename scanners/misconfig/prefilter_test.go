@@ -43,19 +43,28 @@ func TestPrefilterWords(t *testing.T) {
 		var b strings.Builder
 		for k := r.IntN(6); k >= 0; k-- {
 			w := all[r.IntN(len(all))]
-			switch r.IntN(3) {
+			switch r.IntN(5) {
 			case 0:
 				w = w[:r.IntN(len(w)+1)]
 			case 1:
 				w = strings.ToUpper(w)
+			case 2: // lower-cased to ASCII letters by bytes.ToLower only
+				w = strings.NewReplacer("k", "\u212a", "i", "\u0130").Replace(w)
 			}
 			b.WriteString(w + []string{" ", "", "\n", "x"}[r.IntN(4)])
 		}
 		texts = append(texts, b.String())
 	}
-	seen := [3]int{}
+	traces := append(append([]string{"stratum"}, poolHosts...), minerBinaries...)
+	seen := [5]int{}
 	for _, text := range texts {
 		lower := bytes.ToLower([]byte(text))
+		// What Scan searches: the text itself, lower-cased first only
+		// where that finds more.
+		words := []byte(text)
+		if foldsToASCII(words) {
+			words = lower
+		}
 		for i, c := range []struct {
 			got   bool
 			words []string
@@ -63,6 +72,8 @@ func TestPrefilterWords(t *testing.T) {
 			{mayHaveCommands(lower), commands},
 			{containsAny(lower, poolHostWords()), poolHosts},
 			{containsAny(lower, minerBinaryWords()), minerBinaries},
+			{mayHaveCommands(words), commands},
+			{minerTraceWords().NextBytes(words, 0) >= 0, traces},
 		} {
 			want := oracle(lower, c.words)
 			if c.got != want {
