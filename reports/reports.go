@@ -83,16 +83,9 @@ func New(format string, o Options) (Writer, error) {
 		return jsonWriter{}, nil
 	case "sarif":
 		return &sarifWriter{o: o}, nil
-	case "cyclonedx":
-		return &cyclonedxWriter{o: o}, nil
-	case "junit":
-		return &junitWriter{o: o}, nil
-	case "gitlab":
-		return &gitlabWriter{o: o, kind: gitlabSAST}, nil
-	case "gitlab-secrets":
-		return &gitlabWriter{o: o, kind: gitlabSecrets}, nil
-	case "html":
-		return &htmlWriter{o: o}, nil
+	}
+	if w := otherWriter(format, o); w != nil {
+		return w, nil
 	}
 	return nil, fmt.Errorf("unknown format %q (valid: %s)", format, strings.Join(Formats, ", "))
 }
