@@ -57,7 +57,6 @@ func translateFew(vc config.ViperConfig) (config.Config, error) {
 			}
 			out = append(out, &c)
 		}
-		//lint:ignore SA1019 the deprecated [rules.allowlist] table is folded in as Translate does.
 		r.AllowList, r.Allowlists = nil, out
 		words[r.ID], placeholder[r.ID] = ws, ph
 		rules = append(rules, r)
