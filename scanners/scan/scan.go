@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mlwarden/mlwarden/scanners"
@@ -127,12 +128,14 @@ type Options struct {
 
 // Scanner is the pipeline set up once: the checks built, the baseline read.
 type Scanner struct {
-	o        Options
-	checks   []scanners.Scanner
-	rules    []scanners.Rule
+	o      Options
+	checks []scanners.Scanner
+	// rules and version are computed at first use: a clean script in a
+	// per-job sbatch process needs neither (docs/design/sbatch-hook.md).
+	rules    func() []scanners.Rule
 	baseline suppress.Baseline
 	secrets  *secrets.Scanner
-	version  string
+	version  func() string
 	cache    resultCache // opened by New; nil when off
 	archives *archive.Expander
 }
@@ -178,7 +181,8 @@ func New(o Options) (*Scanner, error) {
 			return nil, err
 		}
 	}
-	s := &Scanner{o: o, checks: checks, rules: catalog.RulesOf(checks)}
+	s := &Scanner{o: o, checks: checks}
+	s.rules = sync.OnceValue(func() []scanners.Rule { return catalog.RulesOf(checks) })
 	for _, c := range checks {
 		if sec, ok := c.(*secrets.Scanner); ok {
 			s.secrets = sec
@@ -217,7 +221,7 @@ func New(o Options) (*Scanner, error) {
 		s.archives = archive.New(ao)
 		build += fmt.Sprintf("\x00archive-depth\x00%d\x00%v", o.MaxArchiveDepth, ao.Escapes != nil)
 	}
-	s.version = RulesVersion(build, o.Checks, s.rules, files...)
+	s.version = sync.OnceValue(func() string { return RulesVersion(build, o.Checks, s.rules(), files...) })
 	if err := s.openSources(); err != nil {
 		catalog.Close(checks)
 		return nil, err
@@ -234,14 +238,14 @@ func (s *Scanner) Close() {
 }
 
 // Rules lists the rules of the enabled checks, sorted by ID.
-func (s *Scanner) Rules() []scanners.Rule { return s.rules }
+func (s *Scanner) Rules() []scanners.Rule { return s.rules() }
 
 // Checks lists the enabled checks.
 func (s *Scanner) Checks() []string { return s.o.Checks }
 
 // RulesVersion names everything that decides the findings of this
 // Scanner; it keys the per-layer cache and the server's verdicts.
-func (s *Scanner) RulesVersion() string { return s.version }
+func (s *Scanner) RulesVersion() string { return s.version() }
 
 // Target is one thing to scan.
 type Target struct {

@@ -85,7 +85,7 @@ func configTargets(targets []string) []string {
 // with the pipeline's.
 func (s *Scanner) openSources() error {
 	if s.o.Image.RulesVersion == "" {
-		s.o.Image.RulesVersion = s.version
+		s.o.Image.RulesVersion = s.RulesVersion()
 	}
 	if s.o.Image.Cache == nil && !s.o.Image.NoCache {
 		co := s.o.Cache
@@ -111,7 +111,7 @@ func (s *Scanner) openSources() error {
 		s.o.HF.Cache = s.o.Image.Cache
 	}
 	if s.o.HF.RulesVersion == "" {
-		s.o.HF.RulesVersion = s.version
+		s.o.HF.RulesVersion = s.RulesVersion()
 	}
 	if s.o.Image.Concurrency == 0 {
 		s.o.Image.Concurrency = s.o.Workers
