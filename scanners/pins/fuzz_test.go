@@ -92,7 +92,10 @@ func FuzzPython(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) { fuzzScan(t, "train.py", data) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzScan(t, "train.py", data)
+		pythonCallsAgree(t, data)
+	})
 }
 
 func FuzzYAML(f *testing.F) {

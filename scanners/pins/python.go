@@ -2,6 +2,7 @@ package pins
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -179,8 +180,9 @@ type pyCall struct {
 	starKW bool // **kwargs: keywords we cannot see
 }
 
-// pyCalls finds every call of a dotted name and its arguments.
-func pyCalls(toks []pyTok) []pyCall {
+// pyCalls finds every call of a dotted name that want takes, and its
+// arguments.
+func pyCalls(toks []pyTok, want func(callee string) bool) []pyCall {
 	vars := map[string]string{}
 	// NAME = "string" at the start of a logical line.
 	for i := 0; i+3 < len(toks); i++ {
@@ -201,11 +203,18 @@ func pyCalls(toks []pyTok) []pyCall {
 		if j > 0 && toks[j-1].kind == pyName && (toks[j-1].val == "def" || toks[j-1].val == "class") {
 			continue
 		}
-		var name strings.Builder
-		for k := j; k < i; k++ {
-			name.WriteString(toks[k].val)
+		callee := toks[j].val
+		if j+1 < i {
+			var name strings.Builder
+			for k := j; k < i; k++ {
+				name.WriteString(toks[k].val)
+			}
+			callee = name.String()
 		}
-		c := pyCall{callee: name.String(), line: toks[i-1].line, kw: map[string]pyValue{}}
+		if !want(callee) {
+			continue
+		}
+		c := pyCall{callee: callee, line: toks[i-1].line, kw: map[string]pyValue{}}
 		// Split the arguments at top-level commas.
 		depth, start := 0, i+1
 		k := i + 1
@@ -347,22 +356,29 @@ func scanPython(data []byte, r *rep) {
 	scanPythonCalls(data, r, st)
 }
 
-func scanPythonCalls(data []byte, r *rep, st *shellState) {
+func scanPythonCalls(data []byte, r *rep, st *shellState) { checkPythonCalls(data, r, st, false) }
+
+// checkPythonCalls is scanPythonCalls; every reads every call whole, as it
+// once did (the oracle of the filter's tests).
+func checkPythonCalls(data []byte, r *rep, st *shellState, every bool) {
 	toks := pyTokenize(data)
 	if len(toks) >= maxPyTokens {
 		r.add(ruleUnparsed, toks[len(toks)-1].line, "", fmt.Sprintf("only the first %d Python tokens (to this line) were checked for pins; the rest of this unusually large file was not", maxPyTokens))
 	}
-	for _, c := range pyCalls(toks) {
+	// Only the calls checked below are read whole: any call when the
+	// file has trust_remote_code, else those kindOfCall names.
+	trc := every || slices.ContainsFunc(toks, func(t pyTok) bool { return t.kind == pyName && t.val == "trust_remote_code" })
+	for _, c := range pyCalls(toks, func(callee string) bool { return trc || kindOfCall(callee) != pyCallOther }) {
 		pyShell(c, r, st)
 		if v, ok := c.kw["trust_remote_code"]; ok && v.isTrue {
 			r.add(ruleTrustRemoteCode, c.line, c.callee+"(trust_remote_code=True)", fmt.Sprintf("%s(…, trust_remote_code=True) runs Python code from the model's hub repository with your credentials and GPUs; avoid it, or review that code and pin the same call to revision=\"<40-hex commit>\"", c.callee))
 		}
-		switch {
-		case calleeIs(c.callee, "from_pretrained"):
+		switch kindOfCall(c.callee) {
+		case pyCallFromPretrained:
 			if v, ok := c.arg(0, "pretrained_model_name_or_path"); ok {
 				hubRevision(r, c, v, "model")
 			}
-		case c.callee == "pipeline" || c.callee == "transformers.pipeline":
+		case pyCallPipeline:
 			v, ok := c.arg(1, "model")
 			if !ok && !c.starKW && len(c.pos)+len(c.kw) > 0 {
 				task, _ := c.arg(0, "task")
@@ -372,24 +388,24 @@ func scanPythonCalls(data []byte, r *rep, st *shellState) {
 				continue
 			}
 			hubRevision(r, c, v, "model")
-		case calleeIs(c.callee, "hf_hub_download") || calleeIs(c.callee, "snapshot_download"):
+		case pyCallHubDownload:
 			if v, ok := c.arg(0, "repo_id"); ok {
 				hubRevision(r, c, v, "repository")
 			}
-		case calleeIs(c.callee, "load_dataset"):
+		case pyCallLoadDataset:
 			if v, ok := c.arg(0, "path"); ok && !datasetBuilders[v.str] {
 				hubRevision(r, c, v, "dataset")
 			}
-		case c.callee == "torch.hub.load" || c.callee == "hub.load":
+		case pyCallTorchHub:
 			torchHub(r, c)
-		case c.callee == "torch.load":
+		case pyCallTorchLoad:
 			if c.starKW {
 				continue
 			}
 			if v, ok := c.kw["weights_only"]; !ok || !v.isTrue {
 				r.add(ruleTorchLoadUnsafe, c.line, "torch.load", "torch.load(…) without weights_only=True unpickles the file, so a crafted checkpoint runs code when loaded (torch before 2.6 defaults to the unsafe mode); pass weights_only=True, or save weights as safetensors and load them with safetensors.torch.load_file")
 			}
-		case calleeIs(c.callee, "load_state_dict_from_url") || calleeIs(c.callee, "download_url_to_file"):
+		case pyCallURLDownload:
 			kw := "check_hash"
 			if calleeIs(c.callee, "download_url_to_file") {
 				kw = "hash_prefix"
@@ -400,6 +416,51 @@ func scanPythonCalls(data []byte, r *rep, st *shellState) {
 			}
 		}
 	}
+}
+
+// pyCallKind is what scanPythonCalls checks in a call, by its callee.
+type pyCallKind int
+
+const (
+	pyCallOther pyCallKind = iota
+	pyCallFromPretrained
+	pyCallPipeline
+	pyCallHubDownload
+	pyCallLoadDataset
+	pyCallTorchHub
+	pyCallTorchLoad
+	pyCallURLDownload
+	pyCallShell // os.system, subprocess.* (pyShell)
+)
+
+// kindOfCall says which check a call of callee gets; pyCallOther: none
+// (but trust_remote_code=, which any call may pass).
+func kindOfCall(callee string) pyCallKind {
+	switch {
+	case calleeIs(callee, "from_pretrained"):
+		return pyCallFromPretrained
+	case callee == "pipeline" || callee == "transformers.pipeline":
+		return pyCallPipeline
+	case calleeIs(callee, "hf_hub_download") || calleeIs(callee, "snapshot_download"):
+		return pyCallHubDownload
+	case calleeIs(callee, "load_dataset"):
+		return pyCallLoadDataset
+	case callee == "torch.hub.load" || callee == "hub.load":
+		return pyCallTorchHub
+	case callee == "torch.load":
+		return pyCallTorchLoad
+	case calleeIs(callee, "load_state_dict_from_url") || calleeIs(callee, "download_url_to_file"):
+		return pyCallURLDownload
+	case shellCallees[callee]:
+		return pyCallShell
+	}
+	return pyCallOther
+}
+
+// shellCallees are the calls pyShell reads a command from.
+var shellCallees = map[string]bool{
+	"os.system": true, "os.popen": true, "subprocess.run": true, "subprocess.call": true,
+	"subprocess.check_call": true, "subprocess.check_output": true, "subprocess.Popen": true,
 }
 
 // hubRevision reports a Hub download of repo v without a commit revision.
@@ -441,14 +502,10 @@ func torchHub(r *rep, c pyCall) {
 // pyShell checks the commands run by os.system("…"), subprocess.*("…",
 // shell=True) and subprocess.*(["pip", "install", …]).
 func pyShell(c pyCall, r *rep, st *shellState) {
-	var sub bool
-	switch c.callee {
-	case "os.system", "os.popen":
-	case "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output", "subprocess.Popen":
-		sub = true
-	default:
+	if !shellCallees[c.callee] {
 		return
 	}
+	sub := strings.HasPrefix(c.callee, "subprocess.")
 	v, ok := c.arg(0, "args")
 	if !ok {
 		return
