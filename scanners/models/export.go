@@ -85,6 +85,12 @@ func (s stringsOnly) Wants(a *scanners.Artifact, head []byte) bool {
 	return s.m.Wants(a, head)
 }
 
+// Prefix is the models check's: a safetensors file's metadata is in its
+// header.
+func (s stringsOnly) Prefix(a *scanners.Artifact, head []byte) (int64, bool) {
+	return s.m.Prefix(a, head)
+}
+
 func (s stringsOnly) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
 	fs, err := s.m.Scan(ctx, a, c)
 	out := fs[:0]

@@ -94,3 +94,18 @@ func TestSafetensorsStreamedPrefix(t *testing.T) {
 		})
 	}
 }
+
+// TestStringsOnlyStreamedPrefix: the strings-only reading (--checks
+// secrets) declares the same prefix, so a large streamed safetensors file is
+// not spooled there either, and its metadata still reaches the secrets
+// check.
+func TestStringsOnlyStreamedPrefix(t *testing.T) {
+	const data = 3 << 20
+	file := safetensorsFile(`{"__metadata__":{"note":"marker"},"w":{"dtype":"F32","shape":[786432],"data_offsets":[0,3145728]}}`, 0, data)
+	c := &capture{}
+	res := scanners.NewDispatcher([]scanners.Scanner{StringsOnly(c.scan)}, scanners.WithMemoryLimit(1<<20), scanners.WithTempDir(filepath.Join(t.TempDir(), "absent"))).
+		Run(context.Background(), streamSource{"w/model.safetensors", file})
+	if len(res.Errors) != 0 || len(res.Findings) != 1 || !slices.ContainsFunc(c.data, func(d string) bool { return bytes.Contains([]byte(d), []byte("marker")) }) {
+		t.Fatalf("errors %+v findings %+v strings %q", res.Errors, res.Findings, c.data)
+	}
+}
