@@ -149,31 +149,58 @@ func newPrefixedRule(r config.Rule) (*prefixedRule, bool) {
 	return pr, true
 }
 
-// near is a necessary condition for a match at a literal's place q: a byte
-// of set occurs in raw[q+from : q+to]. The generic rule's operator
-// (=, :, >, |, ?, ,) must follow its keyword within 23 bytes ([ \t\w.-]{0,20}
-// then [\s'"]{0,3}); most places where "key" or "token" occur in code have
-// none, and trying the pattern there (unbounded, so in Go's NFA) was half
-// of the fast rules' time.
+// near is a necessary condition for a match at a literal's place q: after
+// one of lits (which starts raw[q:], ASCII case folded), at most span
+// bytes of class, then a byte of set. The generic rule's operator (=, :, >,
+// |, ?, ,) must follow its keyword within 23 bytes of [ \t\w.-]{0,20} then
+// [\s'"]{0,3}; most places where "key" or "token" occur in code have none
+// (a parenthesis, a comma or a word past 23 bytes comes first), and trying
+// the pattern there (unbounded, so in Go's NFA) was half of the fast
+// rules' time.
 type near struct {
-	from, to int
-	set      [256]bool
+	lits  []string // the literals a match starts with, ASCII lower case
+	span  int
+	class [256]bool // the bytes the bounded repeats after the literal take
+	set   [256]bool // the bytes the part after them starts with
 }
 
 func (n *near) ok(raw string, q int) bool {
-	for j, end := q+n.from, min(len(raw), q+n.to); j < end; j++ {
-		if n.set[raw[j]] {
-			return true
+	for _, l := range n.lits {
+		if !foldedPrefix(raw[q:], l) {
+			continue
+		}
+		for j, end := q+len(l), min(len(raw), q+len(l)+n.span+1); j < end; j++ {
+			c := raw[j]
+			if n.set[c] {
+				return true
+			}
+			if !n.class[c] {
+				break
+			}
 		}
 	}
 	return false
 }
 
+// foldedPrefix reports whether s starts with lit (ASCII lower case) under
+// ASCII case folding.
+func foldedPrefix(s, lit string) bool {
+	if len(s) < len(lit) {
+		return false
+	}
+	for i := 0; i < len(lit); i++ {
+		if literal.Lower(s[i]) != lit[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // nearGate derives a near condition from a pattern made of subs: literals
-// first (their lengths known), then repeats of one-byte classes with a
-// bound (their total bound), then a part that cannot match empty and whose
-// first byte is one of a few: that byte lies within the bounds. Nil when
-// the pattern has no such shape.
+// first (their spellings known), then repeats of one-byte classes with a
+// bound (their total bound, and the bytes they take), then a part that
+// cannot match empty and whose first byte is one of a few. Nil when the
+// pattern has no such shape.
 func nearGate(subs []*syntax.Regexp) *near {
 	if len(subs) < 2 {
 		return nil
@@ -182,23 +209,18 @@ func nearGate(subs []*syntax.Regexp) *near {
 	if !ok || len(lits) == 0 {
 		return nil
 	}
-	minL, maxL := len(lits[0]), 0
-	for _, l := range lits {
-		minL, maxL = min(minL, len(l)), max(maxL, len(l))
-	}
-	span := 0
+	g := &near{lits: slices.Compact(slices.Sorted(slices.Values(lits)))}
 	i := 1
 	for ; i < len(subs); i++ {
-		n, ok := oneByteRepeat(subs[i])
+		n, ok := oneByteRepeat(subs[i], &g.class)
 		if !ok {
 			break
 		}
-		span += n
+		g.span += n
 	}
 	if i == len(subs) {
 		return nil
 	}
-	g := &near{from: minL, to: maxL + span + 1}
 	if !firstBytes(subs[i], &g.set) {
 		return nil
 	}
@@ -207,8 +229,9 @@ func nearGate(subs []*syntax.Regexp) *near {
 
 // oneByteRepeat returns the bound of re when it repeats (at most a bound
 // of times, possibly none) a class whose every character is one byte in
-// the text the fast rules see (ASCII; ſ and K are sent to gitleaks).
-func oneByteRepeat(re *syntax.Regexp) (int, bool) {
+// the text the fast rules see (ASCII; ſ and K are sent to gitleaks), and
+// adds the class's bytes to class.
+func oneByteRepeat(re *syntax.Regexp, class *[256]bool) (int, bool) {
 	switch re.Op {
 	case syntax.OpRepeat, syntax.OpQuest:
 		if re.Op == syntax.OpRepeat && re.Max < 0 {
@@ -220,10 +243,9 @@ func oneByteRepeat(re *syntax.Regexp) (int, bool) {
 		}
 		sub := re.Sub[0]
 		switch {
-		case sub.Op == syntax.OpLiteral && len(sub.Rune) == 1 && sub.Rune[0] < 0x80:
-			return max, true
-		case sub.Op == syntax.OpCharClass && oneByteClass(sub):
-			return max, true
+		case sub.Op == syntax.OpLiteral && len(sub.Rune) == 1 && sub.Rune[0] < 0x80,
+			sub.Op == syntax.OpCharClass && oneByteClass(sub):
+			return max, firstBytes(sub, class)
 		}
 	}
 	return 0, false
