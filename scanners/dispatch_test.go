@@ -365,7 +365,9 @@ func (prefixScanner) Check() string { return "p" }
 func (prefixScanner) Rules() []scanners.Rule {
 	return []scanners.Rule{{ID: "p/read", Check: "p", Severity: scanners.SeverityLow}}
 }
-func (prefixScanner) Wants(a *scanners.Artifact, _ []byte) bool { return strings.HasSuffix(a.Path, ".bin") }
+func (prefixScanner) Wants(a *scanners.Artifact, _ []byte) bool {
+	return strings.HasSuffix(a.Path, ".bin")
+}
 func (p prefixScanner) Prefix(*scanners.Artifact, []byte) (int64, bool) { return p.n, true }
 func (p prefixScanner) Scan(_ context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
 	n := p.n

@@ -8,8 +8,8 @@ package models
 
 import (
 	"bytes"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io/fs"
 	"path"

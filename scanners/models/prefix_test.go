@@ -49,13 +49,13 @@ func TestSafetensorsStreamedPrefix(t *testing.T) {
 		return string(b)
 	}
 	cases := map[string][]byte{
-		"valid":      safetensorsFile(`{"w":`+tensor(0, data)+`}`, 0, data),
-		"padded":     safetensorsFile(`{"__metadata__":{"format":"pt"},"w":`+tensor(0, data)+`}`, 5, data),
-		"overlap":    safetensorsFile(`{"a":`+tensor(0, data)+`,"b":`+tensor(8, data)+`}`, 0, data),
-		"short":      safetensorsFile(`{"w":`+tensor(0, data-8)+`}`, 0, data),
-		"junk after": safetensorsFile(`{"w":`+tensor(0, data)+`}x`, 3, data),
+		"valid":       safetensorsFile(`{"w":`+tensor(0, data)+`}`, 0, data),
+		"padded":      safetensorsFile(`{"__metadata__":{"format":"pt"},"w":`+tensor(0, data)+`}`, 5, data),
+		"overlap":     safetensorsFile(`{"a":`+tensor(0, data)+`,"b":`+tensor(8, data)+`}`, 0, data),
+		"short":       safetensorsFile(`{"w":`+tensor(0, data-8)+`}`, 0, data),
+		"junk after":  safetensorsFile(`{"w":`+tensor(0, data)+`}x`, 3, data),
 		"long header": safetensorsFile(`{"__metadata__":{"k":"`+string(bytes.Repeat([]byte("v"), 200<<10))+`"},"a":`+tensor(0, data)+`,"b":`+tensor(8, data)+`}`, 0, data),
-		"big header": safetensorsFile(`{"__metadata__":{"k":"`+string(bytes.Repeat([]byte("v"), 2<<20))+`"},"w":`+tensor(0, data)+`}`, 0, data),
+		"big header":  safetensorsFile(`{"__metadata__":{"k":"`+string(bytes.Repeat([]byte("v"), 2<<20))+`"},"w":`+tensor(0, data)+`}`, 0, data),
 	}
 	nowhere := filepath.Join(t.TempDir(), "absent")
 	for name, file := range cases {
