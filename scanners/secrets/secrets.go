@@ -445,7 +445,12 @@ func (s *Scanner) scanStream(ctx context.Context, a *scanners.Artifact, c scanne
 			return out, fmt.Errorf("read: %w", err)
 		}
 		off += int64(m)
-		chunk := append(carry, buf[:m]...)
+		// The chunk is buf itself unless a partial line is carried over:
+		// nothing scanText returns holds on to it (findings are strings).
+		chunk := buf[:m]
+		if len(carry) > 0 {
+			chunk = append(carry, buf[:m]...)
+		}
 		carry = nil
 		if off < limit {
 			// Keep the partial last line for the next chunk; of a chunk that
