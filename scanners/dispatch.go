@@ -457,7 +457,7 @@ func (s *sink) prefix(o *opened, a *Artifact, head []byte) (int64, bool) {
 // readPrefix reads the first limit bytes of the stream head+r into memory
 // and the rest into h (the component's digest; nil: discarded). size is the
 // stream's whole length.
-func readPrefix(head []byte, r io.Reader, limit int64, h hash.Hash) (p *prefixContent, size int64, err error) {
+func readPrefix(head []byte, r io.Reader, limit int64, h hash.Hash) (p io.ReaderAt, size int64, err error) {
 	buf := make([]byte, limit)
 	n := copy(buf, head)
 	m, err := io.ReadFull(r, buf[n:])
@@ -476,11 +476,16 @@ func readPrefix(head []byte, r io.Reader, limit int64, h hash.Hash) (p *prefixCo
 		return nil, 0, fmt.Errorf("read: %w", err)
 	}
 	size = int64(len(buf)) + rest
-	return &prefixContent{data: buf, size: size}, size, nil
+	return PrefixContent(buf, size), size, nil
 }
 
-// prefixContent is an artifact of size bytes of which the first len(data)
-// are at hand: a read past them is ErrPastPrefix.
+// PrefixContent is the content the dispatcher hands a PrefixReader for an
+// artifact of size bytes of which only the first len(data) are kept: a read
+// past them is ErrPastPrefix. scannertest.CheckPrefix scans through it.
+func PrefixContent(data []byte, size int64) io.ReaderAt {
+	return &prefixContent{data: data, size: size}
+}
+
 type prefixContent struct {
 	data []byte
 	size int64

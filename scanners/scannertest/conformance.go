@@ -451,7 +451,7 @@ func checkPrefix(sc scanners.Scanner, seeds []Seed, log logf) []error {
 			keep := min(int64(len(s.Data)), max(n, int64(len(h))))
 			size := int64(len(s.Data))
 			whole, werr := sc.Scan(context.Background(), a, io.NewSectionReader(bytes.NewReader(s.Data), 0, size))
-			part, perr := sc.Scan(context.Background(), a, io.NewSectionReader(&prefixOnly{data: s.Data[:keep], size: size}, 0, size))
+			part, perr := sc.Scan(context.Background(), a, io.NewSectionReader(scanners.PrefixContent(s.Data[:keep], size), 0, size))
 			if fmt.Sprint(werr) != fmt.Sprint(perr) || fmt.Sprint(whole) != fmt.Sprint(part) {
 				errs = append(errs, fmt.Errorf("%s (%d bytes): declares a prefix of %d bytes, but reading only that gives %v (error %v), the whole %v (error %v)", s.Path, size, n, part, perr, whole, werr))
 			}
@@ -459,30 +459,6 @@ func checkPrefix(sc scanners.Scanner, seeds []Seed, log logf) []error {
 	}
 	log("%d seeds and padded seeds with a prefix checked", checked)
 	return errs
-}
-
-// prefixOnly holds the first bytes of a content of size bytes, as the
-// dispatcher's prefix content does.
-type prefixOnly struct {
-	data []byte
-	size int64
-}
-
-func (c *prefixOnly) ReadAt(p []byte, off int64) (int, error) {
-	if off >= c.size {
-		return 0, io.EOF
-	}
-	n := 0
-	if off < int64(len(c.data)) {
-		n = copy(p, c.data[off:])
-	}
-	switch {
-	case n == len(p):
-		return n, nil
-	case off+int64(n) >= c.size:
-		return n, io.EOF
-	}
-	return n, scanners.ErrPastPrefix
 }
 
 func scanDirect(sc scanners.Scanner, a *scanners.Artifact, data []byte) {
