@@ -579,7 +579,10 @@ type litHit struct{ at, id int32 }
 // and the prefixed rules run here.
 type prefixedDetector struct {
 	rest  *detect.Detector // the rules that are not prefixed
-	all   *detect.Detector // every rule: for text that needs Unicode folding
+	// all is gitleaks' detector over every rule, for git history and text
+	// that needs Unicode folding; made on first use (its keyword trie is
+	// megabytes that a scan of plain files never needs).
+	all func() *detect.Detector
 	rules []*prefixedRule
 	// lits are the rules' keywords and starts and rest's keywords; one
 	// pass over a fragment finds them all.
@@ -601,7 +604,7 @@ type prefixedDetector struct {
 // newPrefixedDetector returns the detector without decoding passes over
 // the rules of full. With no prefixed rule it is gitleaks' own.
 func newPrefixedDetector(full config.Config) fragmentDetector {
-	all := keepAllowed(detect.NewDetector(full))
+	all := sync.OnceValue(func() *detect.Detector { return keepAllowed(detect.NewDetector(full)) })
 	cfg := full
 	cfg.Rules, cfg.Keywords, cfg.OrderedRules = map[string]config.Rule{}, map[string]struct{}{}, nil
 	d := &prefixedDetector{all: all, global: full.Allowlists, path: full.Path, skipped: map[string]bool{}}
@@ -646,7 +649,7 @@ func newPrefixedDetector(full config.Config) fragmentDetector {
 		}
 	}
 	if len(d.rules) == 0 {
-		return all
+		return all()
 	}
 	d.lits = literal.New(lits)
 	d.starting = make([]bool, len(lits))
@@ -665,7 +668,7 @@ func newPrefixedDetector(full config.Config) fragmentDetector {
 //lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
 func (d *prefixedDetector) DetectContext(ctx context.Context, f detect.Fragment) []report.Finding {
 	if f.CommitInfo != nil || f.WindowsFilePath != "" || f.InheritedFromFinding || foldsOutsideASCII(f.Raw) {
-		return d.all.DetectContext(ctx, f)
+		return d.all().DetectContext(ctx, f)
 	}
 	if f.FilePath != "" && f.FilePath == d.path || d.skip(f) {
 		return nil // gitleaks scans nothing here
