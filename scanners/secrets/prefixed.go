@@ -578,11 +578,11 @@ type litHit struct{ at, id int32 }
 // prefixedDetector is the plain detector: gitleaks' over the other rules,
 // and the prefixed rules run here.
 type prefixedDetector struct {
-	rest  *detect.Detector // the rules that are not prefixed
+	rest *detect.Detector // the rules that are not prefixed
 	// all is gitleaks' detector over every rule, for git history and text
 	// that needs Unicode folding; made on first use (its keyword trie is
 	// megabytes that a scan of plain files never needs).
-	all func() *detect.Detector
+	all   func() *detect.Detector
 	rules []*prefixedRule
 	// lits are the rules' keywords and starts and rest's keywords; one
 	// pass over a fragment finds them all.
