@@ -21,9 +21,14 @@ import (
 // ruleSet is a compiled gitleaks config plus mlwarden's metadata. It is
 // immutable once built.
 type ruleSet struct {
-	cfg  config.Config
-	meta *rules.Secrets
+	cfg config.Config
+	// meta returns the metadata; lazy rules read it at first use (a clean
+	// sbatch job reports no rule).
+	meta func() *rules.Secrets
 }
+
+// knownMeta returns m as a ruleSet's meta.
+func knownMeta(m *rules.Secrets) func() *rules.Secrets { return func() *rules.Secrets { return m } }
 
 // builtin is the default gitleaks config extended with rules/secrets.toml,
 // compiled once per process: compiling ~250 regexps is most of the cost of a
@@ -48,7 +53,7 @@ var builtin = sync.OnceValues(func() (*ruleSet, error) {
 	if !ext.UseDefault {
 		return nil, fmt.Errorf("built-in secrets rules: [extend] useDefault must be true")
 	}
-	return &ruleSet{cfg: extend(ours, base, ext.DisabledRules), meta: meta}, nil
+	return &ruleSet{cfg: extend(ours, base, ext.DisabledRules), meta: knownMeta(meta)}, nil
 })
 
 // withUserFile returns rs extended by the user's rules file at path.
@@ -69,7 +74,7 @@ func (rs *ruleSet) withUserFile(path string) (*ruleSet, error) {
 		return nil, fmt.Errorf("secrets config %s: [extend] path/url is not supported: the file always extends mlwarden's built-in rules", path)
 	}
 	merged := &rules.Secrets{TOML: b, Names: map[string]string{}, Severity: map[string]string{}, Fix: map[string]string{}}
-	for _, m := range []*rules.Secrets{rs.meta, meta} {
+	for _, m := range []*rules.Secrets{rs.meta(), meta} {
 		for k, v := range m.Names {
 			merged.Names[k] = v
 		}
@@ -80,7 +85,7 @@ func (rs *ruleSet) withUserFile(path string) (*ruleSet, error) {
 			merged.Fix[k] = v
 		}
 	}
-	return &ruleSet{cfg: extend(user, rs.cfg, ext.DisabledRules), meta: merged}, nil
+	return &ruleSet{cfg: extend(user, rs.cfg, ext.DisabledRules), meta: knownMeta(merged)}, nil
 }
 
 // parseConfig reads one gitleaks config with gitleaks' own translation

@@ -3,6 +3,7 @@ package secrets
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"sync"
@@ -31,7 +32,9 @@ type lazyRules struct {
 	base, ours config.ViperConfig
 	index      [2]*indexed
 	disabled   []string
-	meta       *rules.Secrets
+	// meta is rules/secrets.toml's metadata, read at first use: parsing it
+	// was a twentieth of a clean sbatch job's process.
+	meta func() *rules.Secrets
 	// keywords of each rule id, lower-cased, from both files (extend
 	// merges them); a rule with none runs on every input.
 	keywords map[string][]string
@@ -91,14 +94,24 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gitleaks default config: %w", err)
 	}
-	meta, err := rules.LoadSecrets(rules.SecretsFS())
+	b, err := fs.ReadFile(rules.SecretsFS(), rules.SecretsFile)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read secrets rules: %w", err)
 	}
-	ours, ext, oursIx, err := read(meta.TOML)
+	ours, ext, oursIx, err := read(b)
 	if err != nil {
 		return nil, fmt.Errorf("built-in secrets rules: %w", err)
 	}
+	meta := sync.OnceValue(func() *rules.Secrets {
+		m, err := rules.ParseSecrets(b)
+		if err != nil {
+			// Not reached: the file is embedded, parsed as TOML just above,
+			// and TestLazyRulesSame compares the rules it describes; without it
+			// rules keep gitleaks' ids, high severity and the default fix.
+			return &rules.Secrets{TOML: b}
+		}
+		return m
+	})
 	l := &lazyRules{base: base, ours: ours, index: [2]*indexed{baseIx, oursIx}, disabled: ext.DisabledRules, meta: meta,
 		keywords: map[string][]string{}, cache: map[string]*screened{}}
 	for i, vc := range []config.ViperConfig{base, ours} {

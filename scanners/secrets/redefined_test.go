@@ -55,7 +55,7 @@ func TestRedefinedRules(t *testing.T) {
 	g := newFake(41)
 	key := "test_" + g.str(hexLow, 35)
 	fs := scan(t, s, "billing.py", "LOB_API_KEY = \""+key+"\"\n")
-	if len(fs) != 1 || fs[0].RuleID != s.byID["lob-api-key"].ID {
+	if len(fs) != 1 || fs[0].RuleID != s.described().byID["lob-api-key"].ID {
 		t.Errorf("lob key: %+v", fs)
 	}
 	if fs := scan(t, s, "test_billing.py", "def test_charge():\n    assert charge(\"test_"+g.str(hexLow, 35)+"\")\n"); len(fs) != 0 {

@@ -75,7 +75,7 @@ var builtinPlain = func() func(*ruleSet) func() fragmentDetector {
 
 // ruleName returns mlwarden's name for a gitleaks rule id.
 func (rs *ruleSet) ruleName(id string) string {
-	if n, ok := rs.meta.Names[id]; ok {
+	if n, ok := rs.meta().Names[id]; ok {
 		return n
 	}
 	return id
@@ -101,7 +101,7 @@ func describe(rs *ruleSet) ([]scanners.Rule, map[string]scanners.Rule) {
 
 func describeRule(rs *ruleSet, id, description string) scanners.Rule {
 	sev := scanners.SeverityHigh
-	if name, ok := rs.meta.Severity[id]; ok {
+	if name, ok := rs.meta().Severity[id]; ok {
 		if v, err := scanners.ParseSeverity(name); err == nil {
 			sev = v
 		}
@@ -147,7 +147,7 @@ func titleOf(r scanners.Rule) string {
 }
 
 func fixOf(rs *ruleSet, id string) string {
-	if f, ok := rs.meta.Fix[id]; ok {
+	if f, ok := rs.meta().Fix[id]; ok {
 		return f
 	}
 	return defaultFix

@@ -54,10 +54,10 @@ type Scanner struct {
 	det   *detect.Detector        // with decoding passes
 	plain func() fragmentDetector // without; built on first use (see mayDecode, prefixed.go)
 	lazy  *lazyRules              // WithLazyRules: det and plain are nil
-	rules []scanners.Rule
-	byID  map[string]scanners.Rule // by gitleaks rule id
-	// gitleaksID maps the check's rule IDs back to gitleaks rule ids.
-	gitleaksID map[string]string
+	// described is the check's rule list and its maps, made at first use:
+	// describing the ~250 rules was a tenth of a clean sbatch job's process
+	// (docs/design/sbatch-hook.md), which lists none.
+	described func() *described
 	// binKeys matches the specific rules' keywords (the strings pass), and
 	// bin is a detector over those rules only, built on first use.
 	binKeys *ahocorasick.Trie
@@ -134,17 +134,29 @@ func New(opts ...Option) (*Scanner, error) {
 
 // describe fills the check's rule list and its maps from s.rs.
 func (s *Scanner) describe() {
-	s.rules, s.byID = describe(s.rs)
 	s.binKeys = binaryKeywords(s.rs)
 	if s.lazy == nil && !s.noWindows {
 		s.win = newWindower(s.rs)
 	}
 	rs := s.rs
 	s.bin = sync.OnceValue(func() fragmentDetector { return binaryDetector(rs) })
-	s.gitleaksID = make(map[string]string, len(s.byID))
-	for id, r := range s.byID {
-		s.gitleaksID[r.ID] = id
-	}
+	s.described = sync.OnceValue(func() *described {
+		d := &described{}
+		d.rules, d.byID = describe(rs)
+		d.gitleaksID = make(map[string]string, len(d.byID))
+		for id, r := range d.byID {
+			d.gitleaksID[r.ID] = id
+		}
+		return d
+	})
+}
+
+// described is the check's rule list, by gitleaks rule id, and the check's
+// rule IDs mapped back to gitleaks rule ids.
+type described struct {
+	rules      []scanners.Rule
+	byID       map[string]scanners.Rule
+	gitleaksID map[string]string
 }
 
 func newDetector(rs *ruleSet) *detect.Detector {
@@ -177,7 +189,9 @@ func keepAllowed(d *detect.Detector) *detect.Detector {
 func (s *Scanner) Check() string { return scanners.CheckSecrets }
 
 // Rules lists every rule the check can report.
-func (s *Scanner) Rules() []scanners.Rule { return append([]scanners.Rule(nil), s.rules...) }
+func (s *Scanner) Rules() []scanners.Rule {
+	return append([]scanners.Rule(nil), s.described().rules...)
+}
 
 // weightExts are model weight and tensor files: the models check reads them
 // (and hands their strings to ScanBytes); regexes over tensor bytes find only
@@ -667,7 +681,7 @@ func (s *Scanner) convert(a *scanners.Artifact, gfs []report.Finding, where func
 		if notCredential(g, near, generic) {
 			continue // A1b2C3d4E5f6, gpt-4-turbo-browsing, a word after "Dropbox:": see shape.go
 		}
-		r, ok := s.byID[g.RuleID]
+		r, ok := s.described().byID[g.RuleID]
 		if !ok {
 			r = describeRule(s.rs, g.RuleID, g.Description)
 		}
@@ -874,6 +888,6 @@ var (
 // GitleaksRuleID returns the gitleaks rule id behind one of the check's
 // rule IDs ("secrets/huggingface-token" → "huggingface-access-token").
 func (s *Scanner) GitleaksRuleID(ruleID string) (string, bool) {
-	id, ok := s.gitleaksID[ruleID]
+	id, ok := s.described().gitleaksID[ruleID]
 	return id, ok
 }
