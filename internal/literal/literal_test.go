@@ -1,6 +1,7 @@
 package literal
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -92,4 +93,20 @@ func FuzzFinder(f *testing.F) {
 			t.Fatalf("Each found %d places in %q", n, s)
 		}
 	})
+}
+
+// BenchmarkNext is Next over Go source (this package's), with the secrets
+// check's kind of literals: words most text holds pairs of.
+func BenchmarkNext(b *testing.B) {
+	src, err := os.ReadFile("literal.go")
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := strings.Repeat(string(src), 64)
+	f := New([]string{"key", "token", "secret", "password", "api", "auth", "hf_", "ghp_", "sk-", "akia", "xox", "private", "bearer", "client", "access", "credential", "passwd", "pwd", "stratum", "xmrig", "-----begin"})
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		for at := f.Next(text, 0); at >= 0; at = f.Next(text, at+1) {
+		}
+	}
 }
