@@ -150,3 +150,12 @@ func (r *rep) imageNoTag(line int, what, written string, dyn, pyxis bool) {
 		r.add(ruleImageNotDigest, line, written, fmt.Sprintf("%s %q is referenced by tag, not digest: whoever can push the tag decides what runs on your nodes; %s", what, written, hint))
 	}
 }
+
+// dropTag removes ":tag" from a reference (Docker or Pyxis syntax).
+func dropTag(ref string) string {
+	slash := strings.LastIndexAny(ref, "/#")
+	if c := strings.LastIndex(ref, ":"); c > slash {
+		return ref[:c]
+	}
+	return ref
+}

@@ -1,3 +1,5 @@
+//go:build !mlwarden_sbatch
+
 package pins
 
 import (
@@ -28,13 +30,6 @@ type Resolver func(ctx context.Context, ref string) (string, error)
 type Edit struct {
 	Line     int
 	Old, New string
-}
-
-// Skipped is an unpinned image reference Rewrite left alone, and why.
-type Skipped struct {
-	Line   int
-	Ref    string
-	Reason string
 }
 
 // RewriteResult is a rewritten file.
@@ -187,15 +182,6 @@ func pinAction(ctx context.Context, resolve ActionResolver, s imageSite) (pinned
 	return pinned, "", nil
 }
 
-// dropTag removes ":tag" from a reference (Docker or Pyxis syntax).
-func dropTag(ref string) string {
-	slash := strings.LastIndexAny(ref, "/#")
-	if c := strings.LastIndex(ref, ":"); c > slash {
-		return ref[:c]
-	}
-	return ref
-}
-
 // discard is a reporter whose findings nobody reads.
 func discard(p string) *rep {
 	return (&sink{a: &scanners.Artifact{Path: p}, seen: map[string]bool{}}).whole()
@@ -279,16 +265,6 @@ func imageSites(filename string, data []byte) ([]imageSite, []Skipped, error) {
 		return nil, nil, ErrNotRewritable
 	}
 	return sites, skipped, nil
-}
-
-func lineStarts(data []byte) []int {
-	starts := []int{0}
-	for i, c := range data {
-		if c == '\n' {
-			starts = append(starts, i+1)
-		}
-	}
-	return starts
 }
 
 // scalarSite locates a YAML scalar's value in the source from its line and

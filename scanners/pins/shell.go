@@ -1188,3 +1188,21 @@ func isMLSubcommand(s string) bool {
 	}
 	return false
 }
+
+// Skipped is an unpinned image reference Rewrite left alone, and why.
+type Skipped struct {
+	Line   int
+	Ref    string
+	Reason string
+}
+
+// lineStarts returns where each line of data starts.
+func lineStarts(data []byte) []int {
+	starts := []int{0}
+	for i, c := range data {
+		if c == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}

@@ -135,8 +135,10 @@ func TestSbatchLeanDeps(t *testing.T) {
 		"github.com/mlwarden/mlwarden/scanners/source",     // targets by reference: paths, git (source/script stays)
 		"github.com/mlwarden/mlwarden/scanners/source/image",
 		"github.com/mlwarden/mlwarden/scanners/source/hf",
-		"github.com/CycloneDX/", // report formats sbatch does not offer (reports/formats_sbatch.go)
-		"encoding/gob",          // (CycloneDX's)
+		"github.com/CycloneDX/",                   // report formats sbatch does not offer (reports/formats_sbatch.go)
+		"encoding/gob",                            // (CycloneDX's)
+		"github.com/google/go-containerregistry/", // pins' registry resolver for mlwarden pin (pins/rewrite.go)
+		"github.com/opencontainers/go-digest",     // (go-containerregistry's)
 	}
 	for _, want := range left {
 		in := func(pkgs []string) []string {
