@@ -25,6 +25,10 @@ type indexed struct {
 	vc     config.ViperConfig
 	ext    config.Extend
 	blocks map[string][]byte // each rule's [[rules]] block (sub-tables included), by id
+	// needs holds the literals one of which every match of a rule's regexp
+	// holds (need.go), for the rules whose literals the generated index
+	// knows; a rule not in it may match anything its keywords let through.
+	needs map[string][]need
 }
 
 // indexKey reports whether a line of a rule's own table sets a key the
@@ -87,7 +91,8 @@ type genRule struct {
 	id, description string
 	keywords        []string
 	skipReport      bool
-	start, end      int // the rule's block, b[start:end]
+	start, end      int    // the rule's block, b[start:end]
+	needs           []need // needs(the rule's regex), nil when it cannot tell
 }
 
 // generatedIndex builds the index of b from index_gen.go, when b is a file
@@ -120,10 +125,13 @@ func generatedIndex(b []byte) (*indexed, bool) {
 	if err != nil || len(vc.Rules) > 0 {
 		return nil, false
 	}
-	ix := &indexed{vc: vc, ext: ext, blocks: make(map[string][]byte, len(g.rules))}
+	ix := &indexed{vc: vc, ext: ext, blocks: make(map[string][]byte, len(g.rules)), needs: map[string][]need{}}
 	ix.vc.Rules = slices.Grow(ix.vc.Rules, len(g.rules))[:len(g.rules)]
 	for i, r := range g.rules {
 		ix.blocks[r.id] = b[r.start:r.end]
+		if r.needs != nil {
+			ix.needs[r.id] = r.needs
+		}
 		vr := &ix.vc.Rules[i]
 		vr.ID, vr.Description, vr.Keywords, vr.SkipReport = r.id, r.description, slices.Clip(r.keywords), r.skipReport
 	}

@@ -9,6 +9,7 @@ import (
 	"go/format"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/zricethezav/gitleaks/v8/config"
@@ -49,8 +50,12 @@ func TestIndexGenerated(t *testing.T) {
 				if r.Keywords != nil {
 					kw = fmt.Sprintf("%#v", r.Keywords)
 				}
-				fmt.Fprintf(&src, "\t\t{id: %q, description: %q, keywords: %s, skipReport: %v, start: %d, end: %d},\n",
-					r.ID, r.Description, kw, r.SkipReport, start, start+len(blk))
+				ns := "nil"
+				if n, ok := ruleNeeds(t, blk); ok {
+					ns = fmt.Sprintf("%#v", n)
+				}
+				fmt.Fprintf(&src, "\t\t{id: %q, description: %q, keywords: %s, skipReport: %v, start: %d, end: %d, needs: %s},\n",
+					r.ID, r.Description, kw, r.SkipReport, start, start+len(blk), strings.ReplaceAll(ns, "secrets.need", "need"))
 			}
 			src.WriteString("\t}},\n")
 		}
@@ -73,6 +78,15 @@ func TestIndexGenerated(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: index_gen.go is not its index: run go test ./scanners/secrets -run TestIndexGenerated -update", f.name)
 		}
+		// The needed literals are the generated index's alone: each rule's
+		// are needs(its regex).
+		for id, blk := range want.blocks {
+			n, ok := ruleNeeds(t, blk)
+			if got, known := got.needs[id]; known != ok || !reflect.DeepEqual(got, n) {
+				t.Errorf("%s: rule %s needs %v in index_gen.go, %v (%v) by its regex", f.name, id, got, n, ok)
+			}
+		}
+		got.needs = nil
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: the generated index differs from the file's", f.name)
 		}
@@ -92,4 +106,17 @@ func TestIndexGenerated(t *testing.T) {
 			t.Errorf("%s: the changed file is not cut: %v", f.name, err)
 		}
 	}
+}
+
+// ruleNeeds returns the needed literals of the rule in a [[rules]] block.
+func ruleNeeds(t *testing.T, blk []byte) ([]need, bool) {
+	t.Helper()
+	vc, _, err := readBuiltin(blk)
+	if err != nil || len(vc.Rules) != 1 {
+		t.Fatalf("block %.40q: %v, %d rules", blk, err, len(vc.Rules))
+	}
+	if vc.Rules[0].Regex == "" {
+		return nil, false
+	}
+	return needs(vc.Rules[0].Regex)
 }

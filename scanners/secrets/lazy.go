@@ -39,6 +39,10 @@ type lazyRules struct {
 	// merges them); a rule with none runs on every input.
 	keywords map[string][]string
 	ids      []string
+	// needs holds, for a rule every definition of which (gitleaks',
+	// ours) has needed literals, each definition's (need.go): the rule is
+	// compiled only for text that holds one of some definition's.
+	needs map[string][][]need
 
 	full func() *detect.Detector // every rule, with decoding
 	// globals are the configs' global allowlists, compiled once
@@ -113,7 +117,8 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 		return m
 	})
 	l := &lazyRules{base: base, ours: ours, index: [2]*indexed{baseIx, oursIx}, disabled: ext.DisabledRules, meta: meta,
-		keywords: map[string][]string{}, cache: map[string]*screened{}}
+		keywords: map[string][]string{}, needs: map[string][][]need{}, cache: map[string]*screened{}}
+	free := map[string]bool{} // a definition without needed literals
 	for i, vc := range []config.ViperConfig{base, ours} {
 		if !lazyCompatible(vc) {
 			return nil, nil // compile everything up front instead
@@ -126,10 +131,18 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 				l.ids = append(l.ids, r.ID)
 				l.keywords[r.ID] = nil
 			}
+			if ix := l.index[i]; ix != nil && ix.needs[r.ID] != nil {
+				l.needs[r.ID] = append(l.needs[r.ID], ix.needs[r.ID])
+			} else {
+				free[r.ID] = true
+			}
 			for _, k := range r.Keywords {
 				l.keywords[r.ID] = append(l.keywords[r.ID], strings.ToLower(k))
 			}
 		}
+	}
+	for id := range free {
+		delete(l.needs, id)
 	}
 	l.globals = sync.OnceValues(l.globalAllowlists)
 	l.full = sync.OnceValue(func() *detect.Detector {
@@ -186,13 +199,17 @@ func (l *lazyRules) describing() *ruleSet {
 }
 
 // plainFor returns a detector without decoding over the rules that can run
-// on raw: those with a keyword in it, or with none.
+// on raw: those with a keyword in it, or with none, and (need.go) one of
+// their needed literals.
 func (l *lazyRules) plainFor(raw string) (fragmentDetector, error) {
 	lower := strings.ToLower(raw)
 	var ids []string
 	for _, id := range l.ids {
 		kws := l.keywords[id]
 		if len(kws) == 0 || slices.ContainsFunc(kws, func(k string) bool { return strings.Contains(lower, k) }) {
+			if sets, ok := l.needs[id]; ok && !slices.ContainsFunc(sets, func(ns []need) bool { return present(ns, raw, lower) }) {
+				continue // its regexp cannot match raw
+			}
 			ids = append(ids, id)
 		}
 	}
