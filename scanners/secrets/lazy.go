@@ -175,8 +175,9 @@ func lazyCompatible(vc config.ViperConfig) bool {
 	return true
 }
 
-// describing returns a rule set that holds the rules' descriptions, for
-// the check's rule list, without compiling any regexp.
+// describing returns a rule set that holds the rules' descriptions and
+// keywords, for the check's rule list and the strings pass's gate, without
+// compiling any regexp.
 func (l *lazyRules) describing() *ruleSet {
 	cfg := config.Config{Rules: map[string]config.Rule{}}
 	for i, vc := range []config.ViperConfig{l.base, l.ours} {
@@ -186,6 +187,7 @@ func (l *lazyRules) describing() *ruleSet {
 			}
 			cr := cfg.Rules[r.ID]
 			cr.RuleID = r.ID
+			cr.Keywords = l.keywords[r.ID] // for the strings pass's keyword gate (binaryKeywords)
 			if r.Description != "" {
 				cr.Description = r.Description
 			}
@@ -200,12 +202,16 @@ func (l *lazyRules) describing() *ruleSet {
 
 // plainFor returns a detector without decoding over the rules that can run
 // on raw: those with a keyword in it, or with none, and (need.go) one of
-// their needed literals.
-func (l *lazyRules) plainFor(raw string) (fragmentDetector, error) {
+// their needed literals. With specific, only binaryDetector's rules: the
+// specific ones that have keywords.
+func (l *lazyRules) plainFor(raw string, specific bool) (fragmentDetector, error) {
 	lower := strings.ToLower(raw)
 	var ids []string
 	for _, id := range l.ids {
 		kws := l.keywords[id]
+		if specific && (specificity(id) == 0 || len(kws) == 0) {
+			continue
+		}
 		if len(kws) == 0 || slices.ContainsFunc(kws, func(k string) bool { return strings.Contains(lower, k) }) {
 			if sets, ok := l.needs[id]; ok && !slices.ContainsFunc(sets, func(ns []need) bool { return present(ns, raw, lower) }) {
 				continue // its regexp cannot match raw

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mlwarden/mlwarden/scanners"
@@ -28,7 +29,9 @@ func TestLazyRulesSame(t *testing.T) {
 	var inputs []input
 	for _, c := range ruleCases {
 		pos, _ := c.pos(g)
-		inputs = append(inputs, input{c.path, pos}, input{c.path, c.neg(g)})
+		// And inside a binary file: the strings pass (whose keyword gate
+		// lazy rules once left empty, so that it found nothing).
+		inputs = append(inputs, input{c.path, pos}, input{c.path, c.neg(g)}, input{"bin/tool", strings.Repeat("\x00\x01", len(pos)) + "\n" + pos + "\n" + strings.Repeat("\x00\x01", len(pos))})
 	}
 	inputs = append(inputs,
 		input{"train.py", codeFiller(g, 300)},
@@ -43,13 +46,19 @@ func TestLazyRulesSame(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	found := 0
+	found, inBinary := 0, 0
 	for _, in := range inputs {
 		want, got := show(scan(t, full, in.path, in.text)), show(scan(t, lazy, in.path, in.text))
 		if !slices.Equal(got, want) {
 			t.Errorf("%s %.60q:\nlazy %q\nfull %q", in.path, in.text, got, want)
 		}
 		found += len(want)
+		if in.path == "bin/tool" {
+			inBinary += len(want)
+		}
+	}
+	if inBinary < len(ruleCases)/2 {
+		t.Errorf("only %d findings in %d binary files: the strings pass is not exercised", inBinary, len(ruleCases))
 	}
 	if found < len(ruleCases) {
 		t.Errorf("only %d findings over %d rule cases: the corpus does not exercise the rules", found, len(ruleCases))

@@ -60,7 +60,7 @@ type Scanner struct {
 	described func() *described
 	// binKeys matches the specific rules' keywords (the strings pass), and
 	// bin is a detector over those rules only, built on first use.
-	binKeys *ahocorasick.Trie
+	binKeys func() *ahocorasick.Trie
 	bin     func() fragmentDetector
 	// win cuts fragments into keyword windows (windows.go); nil with lazy
 	// rules, which compile per input, or when a rule has no keyword.
@@ -134,7 +134,7 @@ func New(opts ...Option) (*Scanner, error) {
 
 // describe fills the check's rule list and its maps from s.rs.
 func (s *Scanner) describe() {
-	s.binKeys = binaryKeywords(s.rs)
+	s.binKeys = sync.OnceValue(func() *ahocorasick.Trie { return binaryKeywords(s.rs) })
 	if s.lazy == nil && !s.noWindows {
 		s.win = newWindower(s.rs)
 	}
@@ -315,13 +315,13 @@ func (s *Scanner) scanStrings(ctx context.Context, a *scanners.Artifact, c scann
 		return 0, fmt.Sprintf("in a printable string at byte offset %d inside the binary file %s", runAt, a.Path)
 	}
 	endRun := func() {
-		if len(run) >= minString && s.binKeys != nil {
+		if keys := s.binKeys(); len(run) >= minString && keys != nil {
 			lower = bytes.ToLower(append(lower[:0], run...))
-			if s.binKeys.MatchFirst(lower) != nil {
+			if keys.MatchFirst(lower) != nil {
 				raw := string(run)
 				det := s.bin()
 				if s.lazy != nil {
-					det = s.plainFor(raw)
+					det = s.binaryFor(raw)
 				}
 				//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
 				gfs := det.DetectContext(ctx, detect.Fragment{Raw: raw, FilePath: a.Path + "!strings", CommitSHA: a.Commit, StartLine: 1})
@@ -382,15 +382,16 @@ var stringByte = func() (t [256]bool) {
 	return t
 }()
 
-// plainFor is the detector without decoding passes for one fragment.
-func (s *Scanner) plainFor(raw string) fragmentDetector {
-	if s.lazy != nil {
-		if d, err := s.lazy.plainFor(raw); err == nil {
-			return d
-		}
-		return s.lazy.full()
+// binaryFor is, with lazy rules, the strings pass's detector for one
+// printable run: binaryDetector's rules that can run on it.
+func (s *Scanner) binaryFor(raw string) fragmentDetector {
+	if d, err := s.lazy.plainFor(raw, true); err == nil {
+		return d
 	}
-	return s.plain()
+	if rs, err := builtin(); err == nil {
+		return binaryDetector(rs) // not reached: the built-in rules compile
+	}
+	return s.bin()
 }
 
 // binaryDetector is a detector without decoding over the specific rules that
@@ -602,7 +603,7 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 func (s *Scanner) detector(raw string) (d fragmentDetector, decoding bool) {
 	if s.lazy != nil {
 		if !mayDecode(raw) {
-			if d, err := s.lazy.plainFor(raw); err == nil {
+			if d, err := s.lazy.plainFor(raw, false); err == nil {
 				return d, false
 			}
 		}
