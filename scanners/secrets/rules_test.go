@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/zricethezav/gitleaks/v8/report"
 
 	"github.com/mlwarden/mlwarden/scanners"
 )
@@ -450,6 +453,23 @@ func TestHuggingFaceTokensAnyFirstCharacter(t *testing.T) {
 	for _, ph := range []string{"hf_" + strings.Repeat("x", 34), "hf_" + strings.Repeat("0", 34)} {
 		if fs := scan(t, s, "job.sbatch", "export HF_TOKEN="+ph+"\n"); len(fs) != 0 {
 			t.Errorf("placeholder %s reported: %v", ph, fs)
+		}
+	}
+}
+
+// TestRuleOf: a finding's rule, described alone, is its entry in the rule
+// list, with lazy rules and without.
+func TestRuleOf(t *testing.T) {
+	for _, s := range []*Scanner{newScanner(t), newScanner(t, WithLazyRules())} {
+		byID := s.described().byID
+		if len(byID) < 200 {
+			t.Fatalf("%d rules described", len(byID))
+		}
+		for id, want := range byID {
+			got := s.ruleOf(report.Finding{RuleID: id, Description: "not the rule's"})
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: ruleOf %+v, rule list %+v", id, got, want)
+			}
 		}
 	}
 }

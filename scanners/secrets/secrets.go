@@ -151,6 +151,15 @@ func (s *Scanner) describe() {
 	})
 }
 
+// ruleOf describes the rule of g, as the rule list does (describe): one
+// finding in a per-job process describes one rule, not all.
+func (s *Scanner) ruleOf(g report.Finding) scanners.Rule {
+	if cr, ok := s.rs.cfg.Rules[g.RuleID]; ok && !cr.SkipReport {
+		return describeRule(s.rs, g.RuleID, cr.Description)
+	}
+	return describeRule(s.rs, g.RuleID, g.Description)
+}
+
 // described is the check's rule list, by gitleaks rule id, and the check's
 // rule IDs mapped back to gitleaks rule ids.
 type described struct {
@@ -682,10 +691,7 @@ func (s *Scanner) convert(a *scanners.Artifact, gfs []report.Finding, where func
 		if notCredential(g, near, generic) {
 			continue // A1b2C3d4E5f6, gpt-4-turbo-browsing, a word after "Dropbox:": see shape.go
 		}
-		r, ok := s.described().byID[g.RuleID]
-		if !ok {
-			r = describeRule(s.rs, g.RuleID, g.Description)
-		}
+		r := s.ruleOf(g)
 		line, place := where(g)
 		if place == "" {
 			place = "in " + a.Path
