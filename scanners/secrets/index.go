@@ -29,6 +29,10 @@ type indexed struct {
 	// holds (need.go), for the rules whose literals the generated index
 	// knows; a rule not in it may match anything its keywords let through.
 	needs map[string][]need
+	// patterns holds the needed literals of the global allowlists'
+	// patterns (nil for one without), when the generated index knows
+	// them; allowprune.go finds the others.
+	patterns map[string][]need
 }
 
 // indexKey reports whether a line of a rule's own table sets a key the
@@ -85,6 +89,9 @@ type genFile struct {
 	size  int
 	sum   string // hex
 	rules []genRule
+	// patterns: needs() of each global allowlist pattern outside the
+	// [[rules]] blocks.
+	patterns map[string][]need
 }
 
 type genRule struct {
@@ -125,7 +132,7 @@ func generatedIndex(b []byte) (*indexed, bool) {
 	if err != nil || len(vc.Rules) > 0 {
 		return nil, false
 	}
-	ix := &indexed{vc: vc, ext: ext, blocks: make(map[string][]byte, len(g.rules)), needs: map[string][]need{}}
+	ix := &indexed{vc: vc, ext: ext, blocks: make(map[string][]byte, len(g.rules)), needs: make(map[string][]need, len(g.rules)), patterns: g.patterns}
 	ix.vc.Rules = slices.Grow(ix.vc.Rules, len(g.rules))[:len(g.rules)]
 	for i, r := range g.rules {
 		ix.blocks[r.id] = b[r.start:r.end]

@@ -57,6 +57,14 @@ func TestIndexGenerated(t *testing.T) {
 				fmt.Fprintf(&src, "\t\t{id: %q, description: %q, keywords: %s, skipReport: %v, start: %d, end: %d, needs: %s},\n",
 					r.ID, r.Description, kw, r.SkipReport, start, start+len(blk), strings.ReplaceAll(ns, "secrets.need", "need"))
 			}
+			src.WriteString("\t}, patterns: map[string][]need{\n")
+			for _, p := range globalPatterns(ix.vc) {
+				ns := "nil"
+				if n, ok := needs(p); ok {
+					ns = strings.ReplaceAll(fmt.Sprintf("%#v", n), "secrets.need", "need")
+				}
+				fmt.Fprintf(&src, "\t\t%q: %s,\n", p, ns)
+			}
 			src.WriteString("\t}},\n")
 		}
 		src.WriteString("}\n")
@@ -87,6 +95,16 @@ func TestIndexGenerated(t *testing.T) {
 			}
 		}
 		got.needs = nil
+		for _, p := range globalPatterns(want.vc) {
+			n, ok := needs(p)
+			if gn, known := got.patterns[p]; !known || !reflect.DeepEqual(gn, n) || (gn != nil) != ok {
+				t.Errorf("%s: global allowlist pattern %q needs %v in index_gen.go, %v (%v) by the pattern", f.name, p, gn, n, ok)
+			}
+		}
+		if len(got.patterns) != len(globalPatterns(want.vc)) {
+			t.Errorf("%s: %d patterns in index_gen.go, %d in the file", f.name, len(got.patterns), len(globalPatterns(want.vc)))
+		}
+		got.patterns = nil
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: the generated index differs from the file's", f.name)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -45,12 +46,13 @@ type lazyRules struct {
 	needs map[string][][]need
 
 	full func() *detect.Detector // every rule, with decoding
-	// globals are the configs' global allowlists, compiled once
-	// (globalAllowlists).
-	globals func() ([]*config.Allowlist, error)
+	// patterns holds the needed literals of the global allowlists'
+	// patterns, found once (allowprune.go).
+	patterns func() map[string][]need
 
-	mu    sync.Mutex
-	cache map[string]*screened // by the ids compiled
+	mu      sync.Mutex
+	cache   map[string]*screened           // by the ids compiled
+	globals map[string][]*config.Allowlist // by prunedAllowlists' keys
 }
 
 // fragmentDetector finds secrets in one fragment: a gitleaks detector, or
@@ -67,8 +69,12 @@ type fragmentDetector interface {
 // two passes find what the allowlisted detector alone finds
 // (TestScreenedAllowlist).
 type screened struct {
-	bare    *detect.Detector
-	allowed func() (*detect.Detector, error)
+	bare *detect.Detector
+	cfg  config.Config // bare's
+	l    *lazyRules
+
+	mu      sync.Mutex
+	allowed map[string]*detect.Detector // with the global allowlists, by their key
 }
 
 //lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
@@ -77,11 +83,39 @@ func (s *screened) DetectContext(ctx context.Context, f detect.Fragment) []repor
 	if len(out) == 0 {
 		return nil
 	}
-	d, err := s.allowed()
+	// What the global allowlists' value patterns are matched against:
+	// each finding's secret, match or line, all in its line.
+	var lines strings.Builder
+	for _, g := range out {
+		lines.WriteString(g.Line)
+		lines.WriteByte('\n')
+	}
+	t := allowTarget{path: f.FilePath, winPath: f.WindowsFilePath, text: lines.String()}
+	t.lower = strings.ToLower(t.text)
+	d, err := s.withGlobals(t)
 	if err != nil {
 		return out // not reached: the same rules compiled without the allowlists
 	}
 	return d.DetectContext(ctx, f)
+}
+
+// withGlobals returns s's rules with the global allowlists' patterns that
+// may match t.
+func (s *screened) withGlobals(t allowTarget) (*detect.Detector, error) {
+	globals, key, err := s.l.globalAllowlists(t)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.allowed[key]; d != nil {
+		return d, nil
+	}
+	cfg := s.cfg
+	cfg.Allowlists = globals
+	d := keepAllowed(detect.NewDetector(cfg))
+	s.allowed[key] = d
+	return d, nil
 }
 
 // builtinLazy reads the built-in rules once per process.
@@ -117,7 +151,7 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 		return m
 	})
 	l := &lazyRules{base: base, ours: ours, index: [2]*indexed{baseIx, oursIx}, disabled: ext.DisabledRules, meta: meta,
-		keywords: map[string][]string{}, needs: map[string][][]need{}, cache: map[string]*screened{}}
+		keywords: map[string][]string{}, needs: map[string][][]need{}, cache: map[string]*screened{}, globals: map[string][]*config.Allowlist{}}
 	free := map[string]bool{} // a definition without needed literals
 	for i, vc := range []config.ViperConfig{base, ours} {
 		if !lazyCompatible(vc) {
@@ -144,7 +178,7 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 	for id := range free {
 		delete(l.needs, id)
 	}
-	l.globals = sync.OnceValues(l.globalAllowlists)
+	l.patterns = sync.OnceValue(l.patternNeeds)
 	l.full = sync.OnceValue(func() *detect.Detector {
 		rs, err := builtin()
 		if err != nil {
@@ -257,30 +291,49 @@ func (l *lazyRules) plainFor(raw string, specific bool) (fragmentDetector, error
 		return nil, err
 	}
 	cfg := extend(ours, base, l.disabled)
-	d := &screened{bare: keepAllowed(detect.NewDetector(cfg)), allowed: sync.OnceValues(func() (*detect.Detector, error) {
-		globals, err := l.globals()
-		if err != nil {
-			return nil, err
-		}
-		withGlobals := cfg
-		withGlobals.Allowlists = globals
-		return keepAllowed(detect.NewDetector(withGlobals)), nil
-	})}
+	d := &screened{bare: keepAllowed(detect.NewDetector(cfg)), cfg: cfg, l: l, allowed: map[string]*detect.Detector{}}
 	l.cache[key] = d
 	return d, nil
 }
 
 // globalAllowlists compiles the global allowlists of both configs, in the
-// order extend puts them (ours, then gitleaks').
-func (l *lazyRules) globalAllowlists() ([]*config.Allowlist, error) {
-	var out []*config.Allowlist
-	for _, vc := range []config.ViperConfig{l.ours, l.base} {
+// order extend puts them (ours, then gitleaks'), with only the patterns
+// that may match t (allowprune.go); key names what was kept.
+func (l *lazyRules) globalAllowlists(t allowTarget) ([]*config.Allowlist, string, error) {
+	known := l.patterns()
+	var key strings.Builder
+	var vcs []config.ViperConfig
+	for i, vc := range []config.ViperConfig{l.ours, l.base} {
 		vc.Rules = nil
+		vc, k := prunedAllowlists(vc, t, known)
+		fmt.Fprintf(&key, "%d:%s;", i, k)
+		vcs = append(vcs, vc)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if out, ok := l.globals[key.String()]; ok {
+		return out, key.String(), nil
+	}
+	var out []*config.Allowlist
+	for _, vc := range vcs {
 		cfg, err := translateSafely(vc)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		out = append(out, cfg.Allowlists...)
 	}
-	return out, nil
+	l.globals[key.String()] = out
+	return out, key.String(), nil
+}
+
+// patternNeeds returns the needed literals of the global allowlists'
+// patterns as the generated index holds them.
+func (l *lazyRules) patternNeeds() map[string][]need {
+	out := map[string][]need{}
+	for _, ix := range l.index {
+		if ix != nil {
+			maps.Copy(out, ix.patterns)
+		}
+	}
+	return out
 }
