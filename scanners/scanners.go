@@ -222,6 +222,34 @@ type PrefixReader interface {
 	Prefix(a *Artifact, head []byte) (int64, bool)
 }
 
+// RuleLookup is implemented by a check that can describe one of its rules
+// without listing them all: a per-job sbatch process that reports one
+// secret described the secrets check's ~250 rules for its title and fix.
+// Rule(id) is the rule of Rules() with that ID.
+type RuleLookup interface {
+	Rule(id string) (Rule, bool)
+}
+
+// RuleOf returns the rule with ID id of the first of checks that lists it,
+// the entry a merged rule list (catalog.RulesOf) holds, asking a
+// RuleLookup for that one rule.
+func RuleOf(checks []Scanner, id string) (Rule, bool) {
+	for _, c := range checks {
+		if l, ok := c.(RuleLookup); ok {
+			if r, ok := l.Rule(id); ok {
+				return r, true
+			}
+			continue
+		}
+		for _, r := range c.Rules() {
+			if r.ID == id {
+				return r, true
+			}
+		}
+	}
+	return Rule{}, false
+}
+
 // ErrPastPrefix is the error of a read past the prefix a PrefixReader
 // declared.
 var ErrPastPrefix = errors.New("read past the prefix the check declared (a bug in the check)")

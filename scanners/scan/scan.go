@@ -240,6 +240,10 @@ func (s *Scanner) Close() {
 // Rules lists the rules of the enabled checks, sorted by ID.
 func (s *Scanner) Rules() []scanners.Rule { return s.rules() }
 
+// Rule returns the rule of Rules() with ID id, without listing every
+// check's rules when the check describes one (scanners.RuleOf).
+func (s *Scanner) Rule(id string) (scanners.Rule, bool) { return scanners.RuleOf(s.checks, id) }
+
 // Checks lists the enabled checks.
 func (s *Scanner) Checks() []string { return s.o.Checks }
 

@@ -473,3 +473,21 @@ func TestRuleOf(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleLookup: Rule(id) is Rules()'s rule with that ID, with lazy rules
+// and without, and nothing for an ID the check does not have.
+func TestRuleLookup(t *testing.T) {
+	for _, s := range []*Scanner{newScanner(t), newScanner(t, WithLazyRules())} {
+		list := s.Rules()
+		for _, want := range list {
+			if got, ok := s.Rule(want.ID); !ok || !reflect.DeepEqual(got, want) {
+				t.Errorf("Rule(%s) = %+v, %v; want %+v", want.ID, got, ok, want)
+			}
+		}
+		for _, id := range []string{"secrets/no-such-rule", "pins/image-latest", "secrets/", "huggingface-access-token"} {
+			if r, ok := s.Rule(id); ok {
+				t.Errorf("Rule(%s) = %+v", id, r)
+			}
+		}
+	}
+}

@@ -160,6 +160,33 @@ func (s *Scanner) ruleOf(g report.Finding) scanners.Rule {
 	return describeRule(s.rs, g.RuleID, g.Description)
 }
 
+// Rule returns the rule of Rules() with the check's rule ID id, describing
+// only it (scanners.RuleLookup).
+func (s *Scanner) Rule(id string) (scanners.Rule, bool) {
+	name, ok := strings.CutPrefix(id, scanners.CheckSecrets+"/")
+	if !ok {
+		return scanners.Rule{}, false
+	}
+	for _, r := range []scanners.Rule{ruleTooLarge, RuleArchiveNotScanned, RuleArchiveMemberEscapes} {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	gid := name // gitleaks' id, unless mlwarden renames a rule to name
+	for g, n := range s.rs.meta().Names {
+		if n == name {
+			gid = g
+			break
+		}
+	}
+	cr, ok := s.rs.cfg.Rules[gid]
+	if !ok || cr.SkipReport {
+		return scanners.Rule{}, false
+	}
+	r := describeRule(s.rs, gid, cr.Description)
+	return r, r.ID == id
+}
+
 // described is the check's rule list, by gitleaks rule id, and the check's
 // rule IDs mapped back to gitleaks rule ids.
 type described struct {
@@ -890,6 +917,7 @@ func specificity(id string) int {
 var (
 	_ scanners.Scanner      = (*Scanner)(nil)
 	_ scanners.BytesScanner = (*Scanner)(nil).ScanBytes
+	_ scanners.RuleLookup   = (*Scanner)(nil)
 )
 
 // GitleaksRuleID returns the gitleaks rule id behind one of the check's

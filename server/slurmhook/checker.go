@@ -121,7 +121,11 @@ func (c *Checker) answer(req Request, res *scan.Result, err error, w io.Writer) 
 		case f.Line == 0:
 			where = "script"
 		}
-		fmt.Fprintln(w, Line(f, where, c.Scanner.Rules(), failOn == nil || f.Severity < *failOn))
+		var rules []scanners.Rule // the finding's, described alone
+		if r, ok := c.Scanner.Rule(f.RuleID); ok {
+			rules = []scanners.Rule{r}
+		}
+		fmt.Fprintln(w, Line(f, where, rules, failOn == nil || f.Severity < *failOn))
 	}
 	return code
 }
