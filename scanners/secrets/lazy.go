@@ -151,7 +151,7 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 		return m
 	})
 	l := &lazyRules{base: base, ours: ours, index: [2]*indexed{baseIx, oursIx}, disabled: ext.DisabledRules, meta: meta,
-		keywords: map[string][]string{}, needs: map[string][][]need{}, cache: map[string]*screened{}, globals: map[string][]*config.Allowlist{}}
+		keywords: make(map[string][]string, len(base.Rules)+len(ours.Rules)), needs: make(map[string][][]need, len(base.Rules)+len(ours.Rules)), cache: map[string]*screened{}, globals: map[string][]*config.Allowlist{}}
 	free := map[string]bool{} // a definition without needed literals
 	for i, vc := range []config.ViperConfig{base, ours} {
 		if !lazyCompatible(vc) {
