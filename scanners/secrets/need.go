@@ -25,8 +25,12 @@ type need struct {
 	fold bool
 }
 
-// maxNeeds bounds the literals kept for one regexp.
-const maxNeeds = 16
+// maxNeeds bounds the literals kept for one regexp (an alternation of
+// literal values, such as the OAuth examples ours allows, has a few dozen).
+const maxNeeds = 32
+
+// maxRepeatNeed bounds the literal a counted repeat of one spells out.
+const maxRepeatNeed = 16
 
 // needs returns literals one of which every match of pattern (a Go regexp,
 // as gitleaks compiles it) holds, or false when it cannot tell.
@@ -54,9 +58,15 @@ func needsOf(re *syntax.Regexp) ([]need, bool) {
 	case syntax.OpCapture, syntax.OpPlus:
 		return needsOf(re.Sub[0])
 	case syntax.OpRepeat:
-		if re.Min >= 1 {
-			return needsOf(re.Sub[0])
+		if re.Min < 1 {
+			break
 		}
+		ns, ok := needsOf(re.Sub[0])
+		if ok && len(ns) == 1 && re.Sub[0].Op == syntax.OpLiteral && re.Min > 1 && re.Min*len(ns[0].lit) <= maxRepeatNeed {
+			// x{6,} needs xxxxxx: Min copies of the literal in a row.
+			ns[0].lit = strings.Repeat(ns[0].lit, re.Min)
+		}
+		return ns, ok
 	case syntax.OpConcat:
 		var best []need
 		for _, sub := range re.Sub {

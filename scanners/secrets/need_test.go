@@ -20,8 +20,11 @@ func TestNeeds(t *testing.T) {
 		{`(?:xoxb|[a-z]+)-[0-9]+`, []need{{lit: "-"}}},                 // a branch without: the concatenation's other part
 		{`(?:a|b)?[0-9]+`, nil},                                        // optional
 		{`x*y{0,3}`, nil},                                              // repeats that may be empty
-		{`(?:key){2,}[0-9]`, []need{{lit: "key"}}},                     // a repeat at least once
-		{`(?i)straße`, nil},                                            // not ASCII
+		{`(?:key){2,}[0-9]`, []need{{lit: "keykey"}}},                  // a repeat at least twice: the copies in a row
+		{`(?i)x{6,}`, []need{{lit: "xxxxxx", fold: true}}},
+		{`0{17,}`, []need{{lit: "0"}}},                                                                   // longer than maxRepeatNeed: one copy
+		{`(?:ab|cd){3}`, []need{{lit: "ab"}, {lit: "cd"}}},                                               // not one literal: one copy of either
+		{`(?i)straße`, nil},                                                                              // not ASCII
 		{`(?i)(?:access|secret)_?key`, []need{{lit: "access", fold: true}, {lit: "secret", fold: true}}}, // the longest shortest literal
 		{`[`, nil}, // not a regexp
 	} {
@@ -56,6 +59,7 @@ func FuzzNeeds(f *testing.F) {
 	f.Add(`(?i)to\x{6b}en`, "to\u212aen")
 	f.Add(`SK[0-9a-fA-F]{32}`, "SK0123456789abcdef0123456789abcdef")
 	f.Add(`(?:ab|cd)+ef`, "cdcdef")
+	f.Add(`(?i)(?:x{6,}|\*{6,}|0{16,})`, "XxXxXx")
 	f.Fuzz(func(t *testing.T, pattern, text string) {
 		re, err := regexp.Compile(pattern)
 		if err != nil || len(pattern) > 200 {
