@@ -51,12 +51,7 @@ func (t allowTarget) mayMatch(pattern string, value bool, known map[string][]nee
 func prunedAllowlists(vc config.ViperConfig, t allowTarget, known map[string][]need) (config.ViperConfig, string) {
 	var key strings.Builder
 	//lint:ignore SA1019 gitleaks' default config still uses the [allowlist] table.
-	lists := append(vc.Allowlists[:0:0], vc.Allowlists...)
-	//lint:ignore SA1019 see above.
-	if vc.AllowList != nil {
-		//lint:ignore SA1019 see above.
-		lists = append(lists, vc.AllowList)
-	}
+	lists := globalLists(vc.Allowlists, vc.AllowList)
 	//lint:ignore SA1019 see above.
 	vc.AllowList, vc.Allowlists = nil, nil
 	for i, a := range lists {
@@ -90,14 +85,19 @@ func prunedAllowlists(vc config.ViperConfig, t allowTarget, known map[string][]n
 func globalPatterns(vc config.ViperConfig) []string {
 	var out []string
 	//lint:ignore SA1019 gitleaks' default config still uses the [allowlist] table.
-	lists := append(vc.Allowlists[:0:0], vc.Allowlists...)
-	//lint:ignore SA1019 see above.
-	if vc.AllowList != nil {
-		//lint:ignore SA1019 see above.
-		lists = append(lists, vc.AllowList)
-	}
-	for _, a := range lists {
+	for _, a := range globalLists(vc.Allowlists, vc.AllowList) {
 		out = append(append(out, a.Paths...), a.Regexes...)
+	}
+	return out
+}
+
+// globalLists returns a config's [[allowlists]] and its [allowlist] (the
+// table gitleaks still reads), in a new slice; T is gitleaks' unexported
+// allowlist type.
+func globalLists[T any](lists []*T, one *T) []*T {
+	out := append(lists[:0:0], lists...)
+	if one != nil {
+		out = append(out, one)
 	}
 	return out
 }
