@@ -84,11 +84,14 @@ func (s *screened) DetectContext(ctx context.Context, f detect.Fragment) []repor
 		return nil
 	}
 	// What the global allowlists' value patterns are matched against:
-	// each finding's secret, match or line, all in its line.
+	// each finding's secret, match or line (a regexp finding's line holds
+	// the other two; a path rule's finding has only a match).
 	var lines strings.Builder
 	for _, g := range out {
-		lines.WriteString(g.Line)
-		lines.WriteByte('\n')
+		for _, v := range []string{g.Line, g.Match, g.Secret} {
+			lines.WriteString(v)
+			lines.WriteByte('\n')
+		}
 	}
 	t := allowTarget{path: f.FilePath, winPath: f.WindowsFilePath, text: lines.String()}
 	t.lower = strings.ToLower(t.text)
