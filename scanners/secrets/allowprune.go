@@ -80,17 +80,6 @@ func prunedAllowlists(vc config.ViperConfig, t allowTarget, known map[string][]n
 	return vc, key.String()
 }
 
-// globalPatterns returns the path and value patterns of vc's global
-// allowlists.
-func globalPatterns(vc config.ViperConfig) []string {
-	var out []string
-	//lint:ignore SA1019 gitleaks' default config still uses the [allowlist] table.
-	for _, a := range globalLists(vc.Allowlists, vc.AllowList) {
-		out = append(append(out, a.Paths...), a.Regexes...)
-	}
-	return out
-}
-
 // globalLists returns a config's [[allowlists]] and its [allowlist] (the
 // table gitleaks still reads), in a new slice; T is gitleaks' unexported
 // allowlist type.

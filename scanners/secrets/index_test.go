@@ -138,3 +138,14 @@ func ruleNeeds(t *testing.T, blk []byte) ([]need, bool) {
 	}
 	return needs(vc.Rules[0].Regex)
 }
+
+// globalPatterns returns the path and value patterns of vc's global
+// allowlists.
+func globalPatterns(vc config.ViperConfig) []string {
+	var out []string
+	//lint:ignore SA1019 gitleaks' default config still uses the [allowlist] table.
+	for _, a := range globalLists(vc.Allowlists, vc.AllowList) {
+		out = append(append(out, a.Paths...), a.Regexes...)
+	}
+	return out
+}
