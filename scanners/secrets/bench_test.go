@@ -13,6 +13,7 @@ import (
 
 	"github.com/mlwarden/mlwarden/rules"
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 )
 
 // TestConstructionCost logs where construction time goes (run with -v).
@@ -30,7 +31,7 @@ func TestConstructionCost(t *testing.T) {
 	translate(vc)
 	t.Logf("parallel translate %v", time.Since(t3))
 	t3 = time.Now()
-	d := detect.NewDetector(cfg)
+	d := engine.NewDetector(cfg)
 	t4 := time.Now()
 	meta, _ := rules.LoadSecrets(rules.SecretsFS())
 	ours, _, _ := parseConfig(meta.TOML)

@@ -6,10 +6,9 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/zricethezav/gitleaks/v8/report"
-
 	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 )
 
 // Reading a generic match in its context.
@@ -72,7 +71,7 @@ var hashCommentExts = map[string]bool{".py": true, ".pyi": true, ".ipynb": true,
 // secretOnLine returns the line of a finding that holds its secret, and the
 // secret's offset in it. ok is false when the secret is not found as written
 // (a finding made after decoding).
-func secretOnLine(g report.Finding) (line string, pos int, ok bool) {
+func secretOnLine(g engine.Finding) (line string, pos int, ok bool) {
 	text := g.Line
 	m := strings.Index(text, g.Match)
 	if m < 0 {
@@ -98,7 +97,7 @@ var importRe = lazyregexp.New(`^\s*(?:from\s+[\w.]+\s+import\b|import\s+[\w.{*]|
 
 // codeExpression reports whether a generic match in a programming
 // language's file is code, not a literal: see the comment at the top.
-func codeExpression(p string, g report.Finding) bool {
+func codeExpression(p string, g engine.Finding) bool {
 	ext := strings.ToLower(path.Ext(scanners.Base(p)))
 	if !codeExts[ext] {
 		return false
@@ -254,7 +253,7 @@ func (r around) lines(line, radius int) string {
 
 // keyName returns the name a generic match assigns to, lower-cased: the last
 // name before its operator (apiKey, restore-keys).
-func keyName(g report.Finding) string {
+func keyName(g engine.Finding) string {
 	line, pos, ok := secretOnLine(g)
 	if !ok {
 		return ""
@@ -286,7 +285,7 @@ var uuidRe = lazyregexp.New(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a
 //   - a CI cache key (actions/cache key: and restore-keys:, a key: right
 //     under GitLab's cache:, CircleCI's save_cache and restore_cache): a
 //     label built from the OS, the tool and a hash of the lock file.
-func publicByDesign(p string, g report.Finding, near around) bool {
+func publicByDesign(p string, g engine.Finding, near around) bool {
 	secret := strings.TrimSpace(g.Secret)
 	line, _, ok := secretOnLine(g)
 	if !ok {

@@ -12,11 +12,10 @@ import (
 	"testing"
 	_ "unsafe" // go:linkname, to read gitleaks' pattern
 
-	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/detect/codec"
-	"github.com/zricethezav/gitleaks/v8/report"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 )
 
 //go:linkname gitleaksEncodingsRe github.com/zricethezav/gitleaks/v8/detect/codec.encodingsRe
@@ -108,7 +107,7 @@ func TestDecodeGateMatchesGitleaks(t *testing.T) {
 		}
 		fragments = append(fragments, b.String())
 	}
-	key := func(fs []report.Finding) []string {
+	key := func(fs []engine.Finding) []string {
 		var out []string
 		for _, f := range fs {
 			out = append(out, fmt.Sprintf("%s %d:%d-%d:%d %s %v", f.RuleID, f.StartLine, f.StartColumn, f.EndLine, f.EndColumn, f.Secret, f.Tags))
@@ -118,8 +117,7 @@ func TestDecodeGateMatchesGitleaks(t *testing.T) {
 	}
 	decodedSeen, gated := 0, 0
 	for i, raw := range fragments {
-		//lint:ignore SA1019 detect.Fragment is what DetectContext, the check's entry point, takes.
-		frag := detect.Fragment{Raw: raw, FilePath: "f.yaml", StartLine: 1}
+		frag := engine.Fragment{Raw: raw, FilePath: "f.yaml", StartLine: 1}
 		want := key(s.det.DetectContext(context.Background(), frag))
 		var det fragmentDetector = s.det
 		decoding := true

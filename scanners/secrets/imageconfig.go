@@ -7,10 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zricethezav/gitleaks/v8/report"
-
 	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 )
 
 // imageConfig is the part of an OCI/Docker image config that can hold
@@ -46,7 +45,7 @@ func (s *Scanner) scanImageConfig(ctx context.Context, a *scanners.Artifact, dat
 	}
 	text, where := dockerfileOf(&ic)
 	gfs := s.detect(ctx, a, []byte(text), 1)
-	return s.convert(a, gfs, func(f report.Finding) (int, string) {
+	return s.convert(a, gfs, func(f engine.Finding) (int, string) {
 		if i := f.StartLine - 1; i >= 0 && i < len(where) {
 			return 0, where[i]
 		}

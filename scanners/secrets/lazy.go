@@ -10,10 +10,9 @@ import (
 	"sync"
 
 	"github.com/zricethezav/gitleaks/v8/config"
-	"github.com/zricethezav/gitleaks/v8/detect"
-	"github.com/zricethezav/gitleaks/v8/report"
 
 	"github.com/mlwarden/mlwarden/rules"
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 )
 
 // Lazy rules.
@@ -45,7 +44,7 @@ type lazyRules struct {
 	// compiled only for text that holds one of some definition's.
 	needs map[string][][]need
 
-	full func() *detect.Detector // every rule, with decoding
+	full func() *engine.Detector // every rule, with decoding
 	// patterns holds the needed literals of the global allowlists'
 	// patterns, found once (allowprune.go).
 	patterns func() map[string][]need
@@ -58,8 +57,7 @@ type lazyRules struct {
 // fragmentDetector finds secrets in one fragment: a gitleaks detector, or
 // a screened one.
 type fragmentDetector interface {
-	//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
-	DetectContext(ctx context.Context, f detect.Fragment) []report.Finding
+	DetectContext(ctx context.Context, f engine.Fragment) []engine.Finding
 }
 
 // screened runs a few rules without the global allowlists first, and only
@@ -69,16 +67,15 @@ type fragmentDetector interface {
 // two passes find what the allowlisted detector alone finds
 // (TestScreenedAllowlist).
 type screened struct {
-	bare *detect.Detector
+	bare *engine.Detector
 	cfg  config.Config // bare's
 	l    *lazyRules
 
 	mu      sync.Mutex
-	allowed map[string]*detect.Detector // with the global allowlists, by their key
+	allowed map[string]*engine.Detector // with the global allowlists, by their key
 }
 
-//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
-func (s *screened) DetectContext(ctx context.Context, f detect.Fragment) []report.Finding {
+func (s *screened) DetectContext(ctx context.Context, f engine.Fragment) []engine.Finding {
 	out := s.bare.DetectContext(ctx, f)
 	if len(out) == 0 {
 		return nil
@@ -104,7 +101,7 @@ func (s *screened) DetectContext(ctx context.Context, f detect.Fragment) []repor
 
 // withGlobals returns s's rules with the global allowlists' patterns that
 // may match t.
-func (s *screened) withGlobals(t allowTarget) (*detect.Detector, error) {
+func (s *screened) withGlobals(t allowTarget) (*engine.Detector, error) {
 	globals, key, err := s.l.globalAllowlists(t)
 	if err != nil {
 		return nil, err
@@ -116,7 +113,7 @@ func (s *screened) withGlobals(t allowTarget) (*detect.Detector, error) {
 	}
 	cfg := s.cfg
 	cfg.Allowlists = globals
-	d := keepAllowed(detect.NewDetector(cfg))
+	d := keepAllowed(engine.NewDetector(cfg))
 	s.allowed[key] = d
 	return d, nil
 }
@@ -182,7 +179,7 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 		delete(l.needs, id)
 	}
 	l.patterns = sync.OnceValue(l.patternNeeds)
-	l.full = sync.OnceValue(func() *detect.Detector {
+	l.full = sync.OnceValue(func() *engine.Detector {
 		rs, err := builtin()
 		if err != nil {
 			panic(err) // the built-in rules compile: tests cover them
@@ -294,7 +291,7 @@ func (l *lazyRules) plainFor(raw string, specific bool) (fragmentDetector, error
 		return nil, err
 	}
 	cfg := extend(ours, base, l.disabled)
-	d := &screened{bare: keepAllowed(detect.NewDetector(cfg)), cfg: cfg, l: l, allowed: map[string]*detect.Detector{}}
+	d := &screened{bare: keepAllowed(engine.NewDetector(cfg)), cfg: cfg, l: l, allowed: map[string]*engine.Detector{}}
 	l.cache[key] = d
 	return d, nil
 }

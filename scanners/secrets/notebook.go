@@ -9,10 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/zricethezav/gitleaks/v8/report"
-
 	"github.com/mlwarden/mlwarden/internal/jsontok"
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 )
 
 func isNotebook(p string) bool { return strings.HasSuffix(scanners.Base(p), ".ipynb") }
@@ -169,7 +168,7 @@ func (s *Scanner) scanNotebook(ctx context.Context, a *scanners.Artifact, data [
 		return nil, false
 	}
 	gfs := s.detect(ctx, a, text, 1)
-	return s.convert(a, gfs, func(f report.Finding) (int, string) {
+	return s.convert(a, gfs, func(f engine.Finding) (int, string) {
 		i := f.StartLine - 1
 		if i < 0 || i >= len(lines) {
 			return 0, "in notebook " + a.Path

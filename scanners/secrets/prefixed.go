@@ -3,7 +3,6 @@ package secrets
 import (
 	"context"
 	"maps"
-	"math"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -13,10 +12,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/zricethezav/gitleaks/v8/config"
-	"github.com/zricethezav/gitleaks/v8/detect"
-	"github.com/zricethezav/gitleaks/v8/report"
 
 	"github.com/mlwarden/mlwarden/internal/literal"
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/detector"
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 )
 
 // Rules with a lazy prefix.
@@ -578,11 +577,11 @@ type litHit struct{ at, id int32 }
 // prefixedDetector is the plain detector: gitleaks' over the other rules,
 // and the prefixed rules run here.
 type prefixedDetector struct {
-	rest *detect.Detector // the rules that are not prefixed
+	rest *engine.Detector // the rules that are not prefixed
 	// all is gitleaks' detector over every rule, for git history and text
 	// that needs Unicode folding; made on first use (its keyword trie is
 	// megabytes that a scan of plain files never needs).
-	all   func() *detect.Detector
+	all   func() *engine.Detector
 	rules []*prefixedRule
 	// lits are the rules' keywords and starts and rest's keywords; one
 	// pass over a fragment finds them all.
@@ -604,7 +603,7 @@ type prefixedDetector struct {
 // newPrefixedDetector returns the detector without decoding passes over
 // the rules of full. With no prefixed rule it is gitleaks' own.
 func newPrefixedDetector(full config.Config) fragmentDetector {
-	all := sync.OnceValue(func() *detect.Detector { return keepAllowed(detect.NewDetector(full)) })
+	all := sync.OnceValue(func() *engine.Detector { return keepAllowed(engine.NewDetector(full)) })
 	cfg := full
 	cfg.Rules, cfg.Keywords, cfg.OrderedRules = map[string]config.Rule{}, map[string]struct{}{}, nil
 	d := &prefixedDetector{all: all, global: full.Allowlists, path: full.Path, skipped: map[string]bool{}}
@@ -659,14 +658,12 @@ func newPrefixedDetector(full config.Config) fragmentDetector {
 			p.startAt[ids[k]], d.starting[ids[k]] = true, true
 		}
 	}
-	d.rest = keepAllowed(detect.NewDetector(cfg))
+	d.rest = keepAllowed(engine.NewDetector(cfg))
 	return d
 }
 
 // DetectContext finds what gitleaks' plain detector over every rule finds.
-//
-//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
-func (d *prefixedDetector) DetectContext(ctx context.Context, f detect.Fragment) []report.Finding {
+func (d *prefixedDetector) DetectContext(ctx context.Context, f engine.Fragment) []engine.Finding {
 	if f.CommitInfo != nil || f.WindowsFilePath != "" || f.InheritedFromFinding || foldsOutsideASCII(f.Raw) {
 		return d.all().DetectContext(ctx, f)
 	}
@@ -681,7 +678,7 @@ func (d *prefixedDetector) DetectContext(ctx context.Context, f detect.Fragment)
 			hits = append(hits, litHit{int32(at), id})
 		}
 	})
-	var out []report.Finding
+	var out []engine.Finding
 	if d.restAlways || slices.ContainsFunc(d.restKWs, func(id int32) bool { return seen[id] }) ||
 		slices.ContainsFunc(d.restPaths, func(r config.Rule) bool { return r.Path.MatchString(f.FilePath) }) {
 		out = d.rest.DetectContext(ctx, f)
@@ -695,7 +692,7 @@ func (d *prefixedDetector) DetectContext(ctx context.Context, f detect.Fragment)
 		if len(r.kws) > 0 && !slices.ContainsFunc(r.kws, func(id int32) bool { return seen[id] }) {
 			continue
 		}
-		if commitOrPathAllowed(f, r.rule.Allowlists) {
+		if detector.PathOrCommitAllowed(f.FilePath, "", f.CommitSHA, r.rule.Allowlists) {
 			continue
 		}
 		ms := r.findAllAt(f.Raw, hits)
@@ -703,7 +700,7 @@ func (d *prefixedDetector) DetectContext(ctx context.Context, f detect.Fragment)
 			continue
 		}
 		if newlines == nil {
-			newlines = newlineIndices(f.Raw)
+			newlines = detector.Newlines(f.Raw)
 		}
 		for _, m := range ms {
 			if g, ok := r.finding(f, d.global, newlines, m); ok {
@@ -721,9 +718,7 @@ func (d *prefixedDetector) DetectContext(ctx context.Context, f detect.Fragment)
 // skip is whether the global allowlist leaves f's file or commit out,
 // remembered by file and commit (a file is many fragments): a few hundred
 // path patterns each time were a tenth of the check's time.
-//
-//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
-func (d *prefixedDetector) skip(f detect.Fragment) bool {
+func (d *prefixedDetector) skip(f engine.Fragment) bool {
 	key := f.FilePath + "\x00" + f.CommitSHA
 	d.mu.Lock()
 	v, ok := d.skipped[key]
@@ -731,7 +726,7 @@ func (d *prefixedDetector) skip(f detect.Fragment) bool {
 	if ok {
 		return v
 	}
-	v = commitOrPathAllowed(f, d.global)
+	v = detector.PathOrCommitAllowed(f.FilePath, "", f.CommitSHA, d.global)
 	d.mu.Lock()
 	if len(d.skipped) >= 4096 {
 		clear(d.skipped)
@@ -752,230 +747,48 @@ func asciiLowered(s string) string {
 
 // finding is detectRule's finding for the match m of r in a plain
 // fragment, and whether the allowlists and the entropy bound keep it.
-//
-//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
-func (r *prefixedRule) finding(f detect.Fragment, global []*config.Allowlist, newlines [][]int, m []int) (report.Finding, bool) {
+func (r *prefixedRule) finding(f engine.Fragment, global []*config.Allowlist, newlines [][]int, m []int) (engine.Finding, bool) {
 	secret := strings.Trim(f.Raw[m[0]:m[1]], "\n")
 	m = []int{m[0], m[0] + len(secret)}
-	loc := location(newlines, f.Raw, m)
-	if m[1] > loc.endLineIndex {
-		loc.endLineIndex = m[1]
+	loc := detector.Locate(newlines, f.Raw, m)
+	if m[1] > loc.EndLineIndex {
+		loc.EndLineIndex = m[1]
 	}
-	g := report.Finding{
+	g := engine.Finding{
 		Commit:      f.CommitSHA,
 		RuleID:      r.rule.RuleID,
 		Description: r.rule.Description,
-		StartLine:   f.StartLine + loc.startLine,
-		EndLine:     f.StartLine + loc.endLine,
-		StartColumn: loc.startColumn,
-		EndColumn:   loc.endColumn,
-		Line:        f.Raw[loc.startLineIndex:loc.endLineIndex],
+		StartLine:   f.StartLine + loc.StartLine,
+		EndLine:     f.StartLine + loc.EndLine,
+		StartColumn: loc.StartColumn,
+		EndColumn:   loc.EndColumn,
+		Line:        f.Raw[loc.StartLineIndex:loc.EndLineIndex],
 		Match:       secret,
 		Secret:      secret,
 		File:        f.FilePath,
 		SymlinkFile: f.SymlinkFile,
 		Tags:        r.rule.Tags,
 	}
-	if groups := r.rule.Regex.FindStringSubmatch(g.Secret); len(groups) >= 2 {
-		if r.rule.SecretGroup > 0 {
-			if len(groups) <= r.rule.SecretGroup {
-				return g, false
-			}
-			g.Secret = groups[r.rule.SecretGroup]
-		} else {
-			for _, s := range groups[1:] {
-				if len(s) > 0 {
-					g.Secret = s
-					break
-				}
-			}
-		}
+	var ok bool
+	if g.Secret, ok = detector.SecretOf(r.rule, g.Secret); !ok {
+		return g, false
 	}
-	e := shannonEntropy(g.Secret)
+	e := detector.Entropy(g.Secret)
 	g.Entropy = float32(e)
 	if r.rule.Entropy != 0 && e <= r.rule.Entropy {
 		return g, false
 	}
-	if findingAllowed(g, f, g.Line, global) || findingAllowed(g, f, g.Line, r.rule.Allowlists) {
+	if detector.FindingAllowed(g.Secret, g.Match, g.Line, f.FilePath, "", f.CommitSHA, global) ||
+		detector.FindingAllowed(g.Secret, g.Match, g.Line, f.FilePath, "", f.CommitSHA, r.rule.Allowlists) {
 		return g, false
 	}
 	return g, true
 }
 
-// The rest of this file is gitleaks' detect package (v8.30.0) as the
-// prefixed rules need it, unexported there: location.go's location,
-// utils.go's shannonEntropy and filter (without redaction, which the
-// check does not ask gitleaks for), detect.go's checkCommitOrPathAllowed
-// and checkFindingAllowed without their logging.
-
-// newlineIndices is detectRule's newLineRegexp.FindAllStringIndex(raw, -1).
-func newlineIndices(raw string) [][]int {
-	out := [][]int{}
-	for i := 0; ; {
-		j := strings.IndexByte(raw[i:], '\n')
-		if j < 0 {
-			return out
-		}
-		out = append(out, []int{i + j, i + j + 1})
-		i += j + 1
-	}
-}
-
-type matchLocation struct {
-	startLine, endLine, startColumn, endColumn, startLineIndex, endLineIndex int
-}
-
-func location(newlineIndices [][]int, raw string, matchIndex []int) matchLocation {
-	var (
-		prevNewLine int
-		loc         matchLocation
-		lineSet     bool
-		lineNum     int
-	)
-	start, end := matchIndex[0], matchIndex[1]
-	if len(newlineIndices) == 0 {
-		newlineIndices = [][]int{{len(raw), len(raw) + 1}}
-	}
-	for n, pair := range newlineIndices {
-		lineNum = n
-		nl := pair[0]
-		if prevNewLine <= start && start < nl {
-			lineSet = true
-			loc.startLine, loc.endLine = n, n
-			loc.startColumn = start - prevNewLine + 1
-			loc.startLineIndex, loc.endLineIndex = prevNewLine, nl
-		}
-		if prevNewLine < end && end <= nl {
-			loc.endLine = n
-			loc.endColumn = end - prevNewLine
-			loc.endLineIndex = nl
-		}
-		prevNewLine = pair[0]
-	}
-	if !lineSet {
-		loc.startColumn = start - prevNewLine + 1
-		loc.endColumn = end - prevNewLine
-		loc.startLine, loc.endLine = lineNum+1, lineNum+1
-		i := 0
-		for end+i < len(raw) && raw[end+i] != '\n' && raw[end+i] != '\r' {
-			i++
-		}
-		loc.endLineIndex = end + i
-	}
-	return loc
-}
-
-func shannonEntropy(data string) float64 {
-	if data == "" {
-		return 0
-	}
-	counts := map[rune]int{}
-	for _, c := range data {
-		counts[c]++
-	}
-	inv := 1.0 / float64(len(data))
-	var e float64
-	for _, n := range counts {
-		freq := float64(n) * inv
-		e -= freq * math.Log2(freq)
-	}
-	return e
-}
-
 // giveWay is gitleaks' filter: a generic rule's finding gives way to
 // another rule's on the same line whose secret holds its secret.
-func giveWay(findings []report.Finding) []report.Finding {
-	generic := func(id string) bool { return strings.Contains(strings.ToLower(id), "generic") }
-	var out []report.Finding
-	for _, f := range findings {
-		include := true
-		if generic(f.RuleID) {
-			for _, o := range findings {
-				if f.StartLine == o.StartLine && f.Commit == o.Commit && f.RuleID != o.RuleID &&
-					strings.Contains(o.Secret, f.Secret) && !generic(o.RuleID) {
-					include = false
-					break
-				}
-			}
-		}
-		if include {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
-func commitOrPathAllowed(f detect.Fragment, allowlists []*config.Allowlist) bool {
-	if f.FilePath == "" && f.CommitSHA == "" {
-		return false
-	}
-	for _, a := range allowlists {
-		commitAllowed, _ := a.CommitAllowed(f.CommitSHA)
-		pathAllowed := a.PathAllowed(f.FilePath)
-		if a.MatchCondition == config.AllowlistMatchAnd {
-			var checks []bool
-			if len(a.Commits) > 0 {
-				checks = append(checks, commitAllowed)
-			}
-			if len(a.Paths) > 0 {
-				checks = append(checks, pathAllowed)
-			}
-			if len(a.Regexes) > 0 || len(a.StopWords) > 0 {
-				continue // checked with the finding
-			}
-			if allTrue(checks) {
-				return true
-			}
-		} else if commitAllowed || pathAllowed {
-			return true
-		}
-	}
-	return false
-}
-
-//lint:ignore SA1019 gitleaks v8 takes a detect.Fragment.
-func findingAllowed(g report.Finding, f detect.Fragment, currentLine string, allowlists []*config.Allowlist) bool {
-	for _, a := range allowlists {
-		target := g.Secret
-		switch a.RegexTarget {
-		case "match":
-			target = g.Match
-		case "line":
-			target = currentLine
-		}
-		regexAllowed := a.RegexAllowed(target)
-		stop, _ := a.ContainsStopWord(g.Secret)
-		if a.MatchCondition == config.AllowlistMatchAnd {
-			var checks []bool
-			if len(a.Commits) > 0 {
-				ok, _ := a.CommitAllowed(f.CommitSHA)
-				checks = append(checks, ok)
-			}
-			if len(a.Paths) > 0 {
-				checks = append(checks, a.PathAllowed(f.FilePath))
-			}
-			if len(a.Regexes) > 0 {
-				checks = append(checks, regexAllowed)
-			}
-			if len(a.StopWords) > 0 {
-				checks = append(checks, stop)
-			}
-			if allTrue(checks) {
-				return true
-			}
-		} else if regexAllowed || stop {
-			return true
-		}
-	}
-	return false
-}
-
-func allTrue(bs []bool) bool {
-	for _, b := range bs {
-		if !b {
-			return false
-		}
-	}
-	return true
+func giveWay(fs []engine.Finding) []engine.Finding {
+	return detector.GiveWay(fs, func(f *engine.Finding) (int, string, string, string) {
+		return f.StartLine, f.Commit, f.RuleID, f.Secret
+	})
 }

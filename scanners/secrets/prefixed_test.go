@@ -11,13 +11,13 @@ import (
 	"testing"
 
 	"github.com/zricethezav/gitleaks/v8/config"
-	"github.com/zricethezav/gitleaks/v8/detect"
-	"github.com/zricethezav/gitleaks/v8/report"
+
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 )
 
 // findingKeys lists every field of gitleaks' findings that the check or a
 // report can read, sorted (gitleaks runs rules in map order).
-func findingKeys(fs []report.Finding) []string {
+func findingKeys(fs []engine.Finding) []string {
 	var out []string
 	for _, f := range fs {
 		out = append(out, fmt.Sprintf("%s %d:%d-%d:%d match=%q secret=%q line=%q e=%.4f tags=%v file=%s commit=%s",
@@ -36,13 +36,12 @@ func prefixedPair(t testing.TB) (fast, ref fragmentDetector) {
 	if _, ok := fast.(*prefixedDetector); !ok {
 		t.Fatalf("the plain detector is %T, not the prefixed one", fast)
 	}
-	return fast, keepAllowed(detect.NewDetector(s.rs.cfg))
+	return fast, keepAllowed(engine.NewDetector(s.rs.cfg))
 }
 
 func comparePrefixed(t *testing.T, fast, ref fragmentDetector, name, raw string) int {
 	t.Helper()
-	//lint:ignore SA1019 detect.Fragment is what DetectContext, the check's entry point, takes.
-	f := detect.Fragment{Raw: raw, FilePath: name, StartLine: 1}
+	f := engine.Fragment{Raw: raw, FilePath: name, StartLine: 1}
 	want := findingKeys(ref.DetectContext(context.Background(), f))
 	got := findingKeys(fast.DetectContext(context.Background(), f))
 	if !slices.Equal(got, want) {
@@ -176,7 +175,7 @@ func TestPrefixedFindAll(t *testing.T) {
 func TestPrefixedSame(t *testing.T) {
 	fast, ref := prefixedPair(t)
 	s := newScanner(t)
-	binFast, binRef := binaryDetector(s.rs), keepAllowed(detect.NewDetector(binaryConfig(s.rs)))
+	binFast, binRef := binaryDetector(s.rs), keepAllowed(engine.NewDetector(binaryConfig(s.rs)))
 	g := newFake(43)
 	filler := codeFiller(g, 60)
 	found := 0

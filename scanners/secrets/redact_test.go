@@ -39,7 +39,7 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 	if len(res.Findings) < len(files) {
 		t.Fatalf("only %d findings", len(res.Findings))
 	}
-	for _, format := range reports.Formats {
+	for _, format := range reportFormats {
 		var buf bytes.Buffer
 		if err := reports.Write(&buf, format, res, reports.Options{Rules: s.Rules()}); err != nil {
 			t.Fatalf("%s: %v", format, err)

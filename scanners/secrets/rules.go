@@ -5,9 +5,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/zricethezav/gitleaks/v8/detect"
-
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 )
 
 // ruleTooLarge is reported when a text artifact is larger than the scan limit.
@@ -53,10 +52,10 @@ const (
 // builtinDetector is the detector over the built-in rules, shared by every
 // Scanner in the process: it holds the compiled config and the keyword
 // prefilter, and DetectContext only reads them.
-var builtinDetector = func() func(*ruleSet) *detect.Detector {
+var builtinDetector = func() func(*ruleSet) *engine.Detector {
 	var once sync.Once
-	var d *detect.Detector
-	return func(rs *ruleSet) *detect.Detector {
+	var d *engine.Detector
+	return func(rs *ruleSet) *engine.Detector {
 		once.Do(func() { d = newDetector(rs) })
 		return d
 	}

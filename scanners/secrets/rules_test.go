@@ -9,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zricethezav/gitleaks/v8/report"
-
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 )
 
 func newScanner(t testing.TB, opts ...Option) *Scanner {
@@ -466,7 +465,7 @@ func TestRuleOf(t *testing.T) {
 			t.Fatalf("%d rules described", len(byID))
 		}
 		for id, want := range byID {
-			got := s.ruleOf(report.Finding{RuleID: id, Description: "not the rule's"})
+			got := s.ruleOf(engine.Finding{RuleID: id, Description: "not the rule's"})
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s: ruleOf %+v, rule list %+v", id, got, want)
 			}

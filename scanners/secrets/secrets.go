@@ -22,12 +22,11 @@ import (
 
 	ahocorasick "github.com/BobuSumisu/aho-corasick"
 	"github.com/zricethezav/gitleaks/v8/config"
-	"github.com/zricethezav/gitleaks/v8/detect"
-	"github.com/zricethezav/gitleaks/v8/report"
 
 	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/internal/literal"
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 	"github.com/mlwarden/mlwarden/scanners/suppress"
 )
 
@@ -51,7 +50,7 @@ type Scanner struct {
 	noPrefixed bool // let gitleaks run the prefixed rules too (the tests' reference)
 
 	rs    *ruleSet
-	det   *detect.Detector        // with decoding passes
+	det   *engine.Detector        // with decoding passes
 	plain func() fragmentDetector // without; built on first use (see mayDecode, prefixed.go)
 	lazy  *lazyRules              // WithLazyRules: det and plain are nil
 	// described is the check's rule list and its maps, made at first use:
@@ -153,7 +152,7 @@ func (s *Scanner) describe() {
 
 // ruleOf describes the rule of g, as the rule list does (describe): one
 // finding in a per-job process describes one rule, not all.
-func (s *Scanner) ruleOf(g report.Finding) scanners.Rule {
+func (s *Scanner) ruleOf(g engine.Finding) scanners.Rule {
 	if cr, ok := s.rs.cfg.Rules[g.RuleID]; ok && !cr.SkipReport {
 		return describeRule(s.rs, g.RuleID, cr.Description)
 	}
@@ -195,8 +194,8 @@ type described struct {
 	gitleaksID map[string]string
 }
 
-func newDetector(rs *ruleSet) *detect.Detector {
-	d := keepAllowed(detect.NewDetector(rs.cfg))
+func newDetector(rs *ruleSet) *engine.Detector {
+	d := keepAllowed(engine.NewDetector(rs.cfg))
 	d.MaxDecodeDepth = decodeDepth
 	return d
 }
@@ -209,14 +208,14 @@ func plainDetector(rs *ruleSet, prefixed bool) func() fragmentDetector {
 		if prefixed {
 			return newPrefixedDetector(rs.cfg)
 		}
-		return keepAllowed(detect.NewDetector(rs.cfg))
+		return keepAllowed(engine.NewDetector(rs.cfg))
 	})
 }
 
 // keepAllowed makes d report findings on lines marked gitleaks:allow, which
 // gitleaks drops: the check reports them as suppressed (suppress.SecretAllowed),
 // so that what a marker hides is counted, not lost.
-func keepAllowed(d *detect.Detector) *detect.Detector {
+func keepAllowed(d *engine.Detector) *engine.Detector {
 	d.IgnoreGitleaksAllow = true
 	return d
 }
@@ -347,7 +346,7 @@ func (s *Scanner) scanStrings(ctx context.Context, a *scanners.Artifact, c scann
 	var run, lower []byte
 	var runAt int64 // the byte offset of run in the file
 	var out []scanners.Finding
-	where := func(report.Finding) (int, string) {
+	where := func(engine.Finding) (int, string) {
 		return 0, fmt.Sprintf("in a printable string at byte offset %d inside the binary file %s", runAt, a.Path)
 	}
 	endRun := func() {
@@ -359,8 +358,7 @@ func (s *Scanner) scanStrings(ctx context.Context, a *scanners.Artifact, c scann
 				if s.lazy != nil {
 					det = s.binaryFor(raw)
 				}
-				//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
-				gfs := det.DetectContext(ctx, detect.Fragment{Raw: raw, FilePath: a.Path + "!strings", CommitSHA: a.Commit, StartLine: 1})
+				gfs := det.DetectContext(ctx, engine.Fragment{Raw: raw, FilePath: a.Path + "!strings", CommitSHA: a.Commit, StartLine: 1})
 				out = append(out, s.convert(a, gfs, where, around{})...)
 			}
 		}
@@ -549,7 +547,7 @@ func (s *Scanner) ScanBytes(ctx context.Context, a *scanners.Artifact, data []by
 	// The path gitleaks sees gets a suffix so that its path allowlist (which
 	// skips *.bin files, say) does not drop strings from inside weights.
 	gfs := s.detectAt(ctx, a.Path+"!strings", a.Commit, data, 1)
-	return s.convert(a, gfs, func(report.Finding) (int, string) {
+	return s.convert(a, gfs, func(engine.Finding) (int, string) {
 		return 0, "in a string inside " + a.Path
 	}, around{text: data, first: 1})
 }
@@ -557,19 +555,19 @@ func (s *Scanner) ScanBytes(ctx context.Context, a *scanners.Artifact, data []by
 // scanText runs the detector on text whose first line is line firstLine of
 // a's content and turns its findings into mlwarden findings.
 func (s *Scanner) scanText(ctx context.Context, a *scanners.Artifact, text []byte, firstLine int) []scanners.Finding {
-	return s.convert(a, s.detect(ctx, a, text, firstLine), func(f report.Finding) (int, string) {
+	return s.convert(a, s.detect(ctx, a, text, firstLine), func(f engine.Finding) (int, string) {
 		return f.StartLine, ""
 	}, around{text: text, first: firstLine})
 }
 
-func (s *Scanner) detect(ctx context.Context, a *scanners.Artifact, text []byte, firstLine int) []report.Finding {
+func (s *Scanner) detect(ctx context.Context, a *scanners.Artifact, text []byte, firstLine int) []engine.Finding {
 	return s.detectAt(ctx, a.Path, a.Commit, text, firstLine)
 }
 
 // detectAt runs the detector on text, fragment by fragment, as if it were
 // line firstLine onwards of the file at path in commit.
-func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte, firstLine int) []report.Finding {
-	var out []report.Finding
+func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte, firstLine int) []engine.Finding {
+	var out []engine.Finding
 	line := firstLine
 	windows := s.win != nil && !s.win.wholeFile(path)
 	var blocks *literal.Finder
@@ -616,8 +614,7 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 			if !whole && !w.dec {
 				d = s.plain()
 			}
-			//lint:ignore SA1019 DetectContext takes a detect.Fragment; v8 has no other in-memory entry point.
-			out = append(out, d.DetectContext(ctx, detect.Fragment{
+			out = append(out, d.DetectContext(ctx, engine.Fragment{
 				Raw:       raw[w.start:w.end],
 				FilePath:  path,
 				CommitSHA: commit,
@@ -703,7 +700,7 @@ func fragmentEnd(text []byte) (end, next int) {
 // finding to a content line and a phrase saying where it is (a notebook cell,
 // an Env entry); near is the text the findings were made in, for judging a
 // match by the lines around it.
-func (s *Scanner) convert(a *scanners.Artifact, gfs []report.Finding, where func(report.Finding) (int, string), near around) []scanners.Finding {
+func (s *Scanner) convert(a *scanners.Artifact, gfs []engine.Finding, where func(engine.Finding) (int, string), near around) []scanners.Finding {
 	for i := range gfs {
 		atSecretLine(&gfs[i])
 	}
@@ -745,7 +742,7 @@ func (s *Scanner) convert(a *scanners.Artifact, gfs []report.Finding, where func
 // secret: a .netrc entry written over three lines (machine, login,
 // password) is reported at the password, where an inline marker for it
 // sits, not at "machine". Line keeps every line of the match.
-func atSecretLine(g *report.Finding) {
+func atSecretLine(g *engine.Finding) {
 	if g.EndLine <= g.StartLine || g.Secret == "" {
 		return
 	}
@@ -787,7 +784,7 @@ func decodedTag(tags []string) string {
 // (gitleaks itself only drops a generic finding whose secret another rule's
 // secret contains), and drops a finding made after decoding where the same
 // rule found the credential on that line as written.
-func dedupe(gfs []report.Finding) []report.Finding {
+func dedupe(gfs []engine.Finding) []engine.Finding {
 	if len(gfs) < 2 {
 		return gfs
 	}
@@ -810,7 +807,7 @@ func dedupe(gfs []report.Finding) []report.Finding {
 		secret string
 	}
 	best := map[key]int{}
-	var out []report.Finding
+	var out []engine.Finding
 	for _, g := range gfs {
 		if specificity(g.RuleID) == 0 && specificLine[g.StartLine] {
 			continue

@@ -4,9 +4,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/zricethezav/gitleaks/v8/report"
-
 	"github.com/mlwarden/mlwarden/internal/lazyregexp"
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 )
 
 // Reading a match's value by its shape.
@@ -28,7 +27,7 @@ import (
 // notCredential reports whether a match's value, by its shape and the name
 // it is assigned to, is not a credential. generic is whether the match is
 // the generic rule's.
-func notCredential(g report.Finding, near around, generic bool) bool {
+func notCredential(g engine.Finding, near around, generic bool) bool {
 	secret := strings.TrimSpace(g.Secret)
 	if g.RuleID != "private-key" && runsUp(secret) {
 		// ghp_ABCDEFGHIJKLMNOPQRST0123, hf_1234567890123456789012345678901234,
@@ -224,7 +223,7 @@ func wordyPath(s string) bool {
 
 // rawKey returns the name a match assigns to as written, with its dots and
 // slashes: the last word or quoted string before the operator.
-func rawKey(g report.Finding) string {
+func rawKey(g engine.Finding) string {
 	line, pos, ok := secretOnLine(g)
 	if !ok {
 		return ""
@@ -243,7 +242,7 @@ func fileName(name string) bool {
 // digests of its length on the lines around it, none of them under a name
 // that says key, token, secret or password: a table of digests (golden
 // outputs, lock files), not credentials.
-func amongDigests(g report.Finding, near around) bool {
+func amongDigests(g engine.Finding, near around) bool {
 	secret := strings.TrimSpace(g.Secret)
 	others := 0
 	for _, l := range strings.Split(near.lines(g.StartLine, 3), "\n") {
@@ -284,7 +283,7 @@ func secretName(before string) bool {
 // space and a word: a sentence goes on after it (a product name, a colon,
 // and a headline of capitalised words), where a credential in a file ends
 // its value.
-func inProse(g report.Finding) bool {
+func inProse(g engine.Finding) bool {
 	line, pos, ok := secretOnLine(g)
 	if !ok {
 		return false
