@@ -9,12 +9,13 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 )
 
 // AdvisoriesFile is the name of the advisory table inside a rules fs.FS.
@@ -114,7 +115,7 @@ func LoadAdvisories(fsys fs.FS) (*AdvisoryTable, error) {
 	return t, nil
 }
 
-var advisoryID = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)+$`)
+var advisoryID = lazyregexp.New(`^[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)+$`)
 
 // ParseAdvisories parses and validates an advisory table: every row has a
 // unique ID, a severity, an impact, an https source and at least one

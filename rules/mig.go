@@ -8,11 +8,12 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"regexp"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 )
 
 // MIGFile is the name of the MIG table inside a rules fs.FS.
@@ -83,8 +84,8 @@ func LoadMIG(fsys fs.FS) (*MIGTable, error) {
 }
 
 var (
-	migProfileName = regexp.MustCompile(`^[1-9]g\.[0-9]+gb(\+[a-z]+)?$`)
-	pciID          = regexp.MustCompile(`^0x[0-9A-F]{8}$`)
+	migProfileName = lazyregexp.New(`^[1-9]g\.[0-9]+gb(\+[a-z]+)?$`)
+	pciID          = lazyregexp.New(`^0x[0-9A-F]{8}$`)
 )
 
 // ParseMIG parses and validates a MIG table: every model has a source,

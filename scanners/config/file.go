@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners/suppress"
 )
 
@@ -156,7 +157,7 @@ func findIn(dir string, owners []Owner) (*File, error) {
 	return cf, err
 }
 
-var yamlPrefix = regexp.MustCompile(`^yaml: (?:unmarshal errors:\n\s*)?`)
+var yamlPrefix = lazyregexp.New(`^yaml: (?:unmarshal errors:\n\s*)?`)
 
 // cleanYAMLError turns a YAML decoder error into one line without the
 // "yaml:" prefix and without the offending value, which may be a secret

@@ -11,9 +11,9 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -220,7 +220,7 @@ func Evidence(s string) string {
 // secretish matches what may be a credential: a long run of letters and
 // digits (tokens, keys; image references and paths have separators), or the
 // value of a variable whose name says it holds one.
-var secretish = regexp.MustCompile(`(?i)((?:token|secret|passw(?:or)?d|api_?key|access_?key|auth|credential)[a-z0-9_]*=)([^\s,'"]+)|[A-Za-z0-9]{20,}`)
+var secretish = lazyregexp.New(`(?i)((?:token|secret|passw(?:or)?d|api_?key|access_?key|auth|credential)[a-z0-9_]*=)([^\s,'"]+)|[A-Za-z0-9]{20,}`)
 
 func redactSecrets(s string) string {
 	return secretish.ReplaceAllStringFunc(s, func(m string) string {

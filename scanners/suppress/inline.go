@@ -2,10 +2,10 @@ package suppress
 
 import (
 	"bytes"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/mlwarden/mlwarden/internal/lazyregexp"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -72,8 +72,8 @@ func ignores(line []byte, rule string) bool {
 const GitleaksAllow = "gitleaks:allow"
 
 var (
-	pragmaSameLine = regexp.MustCompile(`pragma:\s?allowlist[ -]secret`)
-	pragmaNextLine = regexp.MustCompile(`pragma:\s?allowlist[ -]nextline[ -]secret`)
+	pragmaSameLine = lazyregexp.New(`pragma:\s?allowlist[ -]secret`)
+	pragmaNextLine = lazyregexp.New(`pragma:\s?allowlist[ -]nextline[ -]secret`)
 )
 
 // SecretAllowed reports whether a secrets finding is allowed by a marker of

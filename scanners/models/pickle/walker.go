@@ -31,6 +31,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Limits bound what one walk may hold in memory.
@@ -263,23 +264,27 @@ var opaque = map[Kind]*Value{
 }
 
 var (
-	unknown  = &Value{Kind: KUnknown, Global: -1}
-	vNone    = &Value{Kind: KNone, Global: -1}
-	vTrue    = &Value{Kind: KBool, Int: 1, Global: -1}
-	vFalse   = &Value{Kind: KBool, Global: -1}
-	vFloat   = &Value{Kind: KFloat, Global: -1}
-	smallInt [256]*Value
+	unknown = &Value{Kind: KUnknown, Global: -1}
+	vNone   = &Value{Kind: KNone, Global: -1}
+	vTrue   = &Value{Kind: KBool, Int: 1, Global: -1}
+	vFalse  = &Value{Kind: KBool, Global: -1}
+	vFloat  = &Value{Kind: KFloat, Global: -1}
 )
 
-func init() {
-	for i := range smallInt {
-		smallInt[i] = &Value{Kind: KInt, Int: int64(i), Global: -1}
+// smallInts are the values of the ints 0 to 255, shared by every walk;
+// made at first use (not at init: a process that reads no pickle, such
+// as the per-job sbatch hook, never needs them).
+var smallInts = sync.OnceValue(func() *[256]Value {
+	var a [256]Value
+	for i := range a {
+		a[i] = Value{Kind: KInt, Int: int64(i), Global: -1}
 	}
-}
+	return &a
+})
 
 func (w *Walker) intValue(n int64) *Value {
-	if n >= 0 && n < int64(len(smallInt)) {
-		return smallInt[n]
+	if n >= 0 && n < 256 {
+		return &smallInts()[n]
 	}
 	return w.val(Value{Kind: KInt, Int: n, Global: -1})
 }
