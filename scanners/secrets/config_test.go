@@ -80,18 +80,20 @@ func TestIndexBuiltin(t *testing.T) {
 			}
 			ids = append(ids, w.ID)
 		}
-		head, whole := want, want
+		head := want
 		head.Rules = nil
-		got := ix.vc
-		got.Rules = nil
-		if !reflect.DeepEqual(got, head) || !reflect.DeepEqual(ix.ext, wantExt) {
-			t.Errorf("%s: the tables outside [[rules]] read differently", name)
+		got, gotExt, err := ix.tables()
+		if err != nil || !reflect.DeepEqual(got, head) || !reflect.DeepEqual(gotExt, wantExt) {
+			t.Errorf("%s: the tables outside [[rules]] read differently (%v)", name, err)
+		}
+		if ix.mayTarget() {
+			t.Errorf("%s: the tables are said to hold targetRules", name)
 		}
 		all, err := ix.rules(ids)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(all, whole) {
+		if !reflect.DeepEqual(all.Rules, want.Rules) || !reflect.DeepEqual(all, config.ViperConfig{Rules: all.Rules}) {
 			t.Errorf("%s: the rules read from their blocks differ", name)
 		}
 		one, err := ix.rules(ids[3:4])

@@ -20,10 +20,14 @@ import (
 // one-script process's set-up. TestIndexBuiltin checks that the two steps
 // read both built-in files exactly as readBuiltin does.
 type indexed struct {
-	// vc holds the file's tables outside [[rules]], and Rules with only
-	// ID, Description, Keywords and SkipReport set.
-	vc     config.ViperConfig
-	ext    config.Extend
+	// vc holds the file's rules with only ID, Description, Keywords and
+	// SkipReport set.
+	vc config.ViperConfig
+	// head is the file without its [[rules]] blocks: its [extend] table
+	// and global allowlists, read by tables when first needed (gitleaks'
+	// global allowlist, with its 1,400 stop words, only ever drops
+	// findings: a clean script never needs it).
+	head   []byte
 	blocks map[string][]byte // each rule's [[rules]] block (sub-tables included), by id
 	// needs holds the literals one of which every match of a rule's regexp
 	// holds (need.go), for the rules whose literals the generated index
@@ -33,6 +37,23 @@ type indexed struct {
 	// patterns (nil for one without), when the generated index knows
 	// them; allowprune.go finds the others.
 	patterns map[string][]need
+}
+
+// tables reads the file's tables outside [[rules]] as readBuiltin does,
+// and its [extend] table apart.
+func (ix *indexed) tables() (config.ViperConfig, config.Extend, error) {
+	vc, ext, err := readBuiltin(ix.head)
+	if err == nil && len(vc.Rules) > 0 {
+		err = fmt.Errorf("%d rules outside the indexed [[rules]] blocks", len(vc.Rules)) // not reached: the index cut them
+	}
+	return vc, ext, err
+}
+
+// mayTarget reports whether the file's tables may hold an allowlist
+// aimed at named rules (targetRules, a key go-toml matches in any case),
+// without reading them.
+func (ix *indexed) mayTarget() bool {
+	return bytes.Contains(bytes.ToLower(ix.head), []byte("targetrules"))
 }
 
 // indexKey reports whether a line of a rule's own table sets a key the
@@ -104,7 +125,7 @@ type genRule struct {
 
 // generatedIndex builds the index of b from index_gen.go, when b is a file
 // it was generated from. The tables outside [[rules]] (everything but the
-// blocks) are read as cutBuiltin reads them.
+// blocks) are cut as cutBuiltin cuts them.
 func generatedIndex(b []byte) (*indexed, bool) {
 	var g *genFile
 	for i := range genIndex {
@@ -128,11 +149,7 @@ func generatedIndex(b []byte) (*indexed, bool) {
 		off = r.end
 	}
 	head = append(head, b[off:]...)
-	vc, ext, err := readBuiltin(head)
-	if err != nil || len(vc.Rules) > 0 {
-		return nil, false
-	}
-	ix := &indexed{vc: vc, ext: ext, blocks: make(map[string][]byte, len(g.rules)), needs: make(map[string][]need, len(g.rules)), patterns: g.patterns}
+	ix := &indexed{head: head, blocks: make(map[string][]byte, len(g.rules)), needs: make(map[string][]need, len(g.rules)), patterns: g.patterns}
 	ix.vc.Rules = slices.Grow(ix.vc.Rules, len(g.rules))[:len(g.rules)]
 	for i, r := range g.rules {
 		ix.blocks[r.id] = b[r.start:r.end]
@@ -203,8 +220,8 @@ func cutBuiltin(b []byte) (*indexed, error) {
 	if inRule {
 		ends = append(ends, len(b))
 	}
-	vc, ext, err := readBuiltin(head.Bytes())
-	if err != nil {
+	ix := &indexed{head: head.Bytes(), blocks: make(map[string][]byte, len(starts))}
+	if _, _, err := ix.tables(); err != nil {
 		return nil, err
 	}
 	var ks struct {
@@ -217,10 +234,9 @@ func cutBuiltin(b []byte) (*indexed, error) {
 	if err := toml.Unmarshal(keys.Bytes(), &ks); err != nil {
 		return nil, err
 	}
-	if len(vc.Rules) > 0 || len(ks.Rules) != len(starts) || len(ends) != len(starts) {
+	if len(ks.Rules) != len(starts) || len(ends) != len(starts) {
 		return nil, fmt.Errorf("%d [[rules]] blocks, %d rules read", len(starts), len(ks.Rules))
 	}
-	ix := &indexed{vc: vc, ext: ext, blocks: make(map[string][]byte, len(starts))}
 	ix.vc.Rules = slices.Grow(ix.vc.Rules, len(ks.Rules))[:len(ks.Rules)]
 	for i, r := range ks.Rules {
 		if r.ID == "" || ix.blocks[r.ID] != nil {
@@ -233,8 +249,8 @@ func cutBuiltin(b []byte) (*indexed, error) {
 	return ix, nil
 }
 
-// rules returns the file's config with the whole rules of ids (those of
-// the file; in the order given) instead of the index's.
+// rules returns a config of the whole rules of ids (those of the file, in
+// the order given), without the file's other tables.
 func (ix *indexed) rules(ids []string) (config.ViperConfig, error) {
 	var doc []byte
 	for _, id := range ids {
@@ -246,7 +262,5 @@ func (ix *indexed) rules(ids []string) (config.ViperConfig, error) {
 	if err != nil {
 		return config.ViperConfig{}, err
 	}
-	vc := ix.vc
-	vc.Rules = full.Rules
-	return vc, nil
+	return config.ViperConfig{Rules: full.Rules}, nil
 }

@@ -58,7 +58,7 @@ func TestIndexGenerated(t *testing.T) {
 					r.ID, r.Description, kw, r.SkipReport, start, start+len(blk), strings.ReplaceAll(ns, "secrets.need", "need"))
 			}
 			src.WriteString("\t}, patterns: map[string][]need{\n")
-			for _, p := range globalPatterns(ix.vc) {
+			for _, p := range globalPatterns(t, ix) {
 				ns := "nil"
 				if n, ok := needs(p); ok {
 					ns = strings.ReplaceAll(fmt.Sprintf("%#v", n), "secrets.need", "need")
@@ -95,14 +95,14 @@ func TestIndexGenerated(t *testing.T) {
 			}
 		}
 		got.needs = nil
-		for _, p := range globalPatterns(want.vc) {
+		for _, p := range globalPatterns(t, want) {
 			n, ok := needs(p)
 			if gn, known := got.patterns[p]; !known || !reflect.DeepEqual(gn, n) || (gn != nil) != ok {
 				t.Errorf("%s: global allowlist pattern %q needs %v in index_gen.go, %v (%v) by the pattern", f.name, p, gn, n, ok)
 			}
 		}
-		if len(got.patterns) != len(globalPatterns(want.vc)) {
-			t.Errorf("%s: %d patterns in index_gen.go, %d in the file", f.name, len(got.patterns), len(globalPatterns(want.vc)))
+		if len(got.patterns) != len(globalPatterns(t, want)) {
+			t.Errorf("%s: %d patterns in index_gen.go, %d in the file", f.name, len(got.patterns), len(globalPatterns(t, want)))
 		}
 		got.patterns = nil
 		if !reflect.DeepEqual(got, want) {
@@ -139,9 +139,14 @@ func ruleNeeds(t *testing.T, blk []byte) ([]need, bool) {
 	return needs(vc.Rules[0].Regex)
 }
 
-// globalPatterns returns the path and value patterns of vc's global
-// allowlists.
-func globalPatterns(vc config.ViperConfig) []string {
+// globalPatterns returns the path and value patterns of the global
+// allowlists of ix's file.
+func globalPatterns(t *testing.T, ix *indexed) []string {
+	t.Helper()
+	vc, _, err := ix.tables()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []string
 	//lint:ignore SA1019 gitleaks' default config still uses the [allowlist] table.
 	for _, a := range globalLists(vc.Allowlists, vc.AllowList) {

@@ -31,7 +31,10 @@ type lazyRules struct {
 	// the file could be cut), their Rules hold only what the index reads.
 	base, ours config.ViperConfig
 	index      [2]*indexed
-	disabled   []string
+	// tables returns each file's tables outside [[rules]] (its global
+	// allowlists), read at first use for an indexed file.
+	tables   [2]func() (config.ViperConfig, error)
+	disabled []string
 	// meta is rules/secrets.toml's metadata, read at first use: parsing it
 	// was a twentieth of a clean sbatch job's process.
 	meta func() *rules.Secrets
@@ -120,15 +123,27 @@ func (s *screened) withGlobals(t allowTarget) (*engine.Detector, error) {
 
 // builtinLazy reads the built-in rules once per process.
 var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
-	// The index of a file, or the whole file when it cannot be cut.
-	read := func(b []byte) (config.ViperConfig, config.Extend, *indexed, error) {
+	// The index of a file (its tables outside [[rules]] read at first
+	// use, or now with ext), or the whole file when it cannot be cut.
+	read := func(b []byte, ext bool) (config.ViperConfig, config.Extend, *indexed, func() (config.ViperConfig, error), error) {
 		if ix, err := indexBuiltin(b); err == nil {
-			return ix.vc, ix.ext, ix, nil
+			if !ext {
+				tables := sync.OnceValues(func() (config.ViperConfig, error) {
+					vc, _, err := ix.tables()
+					return vc, err
+				})
+				return ix.vc, config.Extend{}, ix, tables, nil
+			}
+			vc, e, err := ix.tables()
+			return ix.vc, e, ix, func() (config.ViperConfig, error) { return vc, nil }, err
 		}
-		vc, ext, err := readBuiltin(b)
-		return vc, ext, nil, err
+		vc, e, err := readBuiltin(b)
+		tables := vc
+		tables.Rules = nil
+		return vc, e, nil, func() (config.ViperConfig, error) { return tables, nil }, err
 	}
-	base, _, baseIx, err := read([]byte(config.DefaultConfig))
+	// gitleaks' own [extend] is not followed (its default config has none).
+	base, _, baseIx, baseTables, err := read([]byte(config.DefaultConfig), false)
 	if err != nil {
 		return nil, fmt.Errorf("gitleaks default config: %w", err)
 	}
@@ -136,7 +151,7 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read secrets rules: %w", err)
 	}
-	ours, ext, oursIx, err := read(b)
+	ours, ext, oursIx, oursTables, err := read(b, true)
 	if err != nil {
 		return nil, fmt.Errorf("built-in secrets rules: %w", err)
 	}
@@ -150,13 +165,19 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 		}
 		return m
 	})
-	l := &lazyRules{base: base, ours: ours, index: [2]*indexed{baseIx, oursIx}, disabled: ext.DisabledRules, meta: meta,
+	l := &lazyRules{base: base, ours: ours, index: [2]*indexed{baseIx, oursIx}, tables: [2]func() (config.ViperConfig, error){baseTables, oursTables}, disabled: ext.DisabledRules, meta: meta,
 		keywords: make(map[string][]string, len(base.Rules)+len(ours.Rules)), needs: make(map[string][][]need, len(base.Rules)+len(ours.Rules)), cache: map[string]*screened{}, globals: map[string][]*config.Allowlist{}}
-	free := map[string]bool{} // a definition without needed literals
-	for i, vc := range []config.ViperConfig{base, ours} {
-		if !lazyCompatible(vc) {
+	for i := range 2 {
+		ok, err := l.compatible(i)
+		if err != nil {
+			return nil, fmt.Errorf("built-in secrets rules: %w", err)
+		}
+		if !ok {
 			return nil, nil // compile everything up front instead
 		}
+	}
+	free := map[string]bool{} // a definition without needed literals
+	for i, vc := range []config.ViperConfig{base, ours} {
 		for _, r := range vc.Rules {
 			if i == 0 && slices.Contains(l.disabled, r.ID) {
 				continue // off in the default rules (ours may redefine it)
@@ -189,8 +210,25 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 	return l, nil
 })
 
+// compatible reports whether config i (0 gitleaks', 1 ours) can be
+// compiled rule by rule: no composite rules (required) and no allowlists
+// aimed at named rules. Its tables are read only if they may hold one.
+func (l *lazyRules) compatible(i int) (bool, error) {
+	vc := []config.ViperConfig{l.base, l.ours}[i]
+	if ix := l.index[i]; ix == nil || ix.mayTarget() {
+		t, err := l.tables[i]()
+		if err != nil {
+			return false, err
+		}
+		//lint:ignore SA1019 gitleaks' default config still uses the [allowlist] table.
+		vc.AllowList, vc.Allowlists = t.AllowList, t.Allowlists
+	}
+	return lazyCompatible(vc), nil
+}
+
 // lazyCompatible reports whether a config can be compiled rule by rule:
 // no composite rules (required) and no allowlists aimed at named rules.
+// (An index holds no composite rule: cutBuiltin refuses them.)
 func lazyCompatible(vc config.ViperConfig) bool {
 	for _, r := range vc.Rules {
 		if len(r.Required) > 0 {
@@ -303,7 +341,11 @@ func (l *lazyRules) globalAllowlists(t allowTarget) ([]*config.Allowlist, string
 	known := l.patterns()
 	var key strings.Builder
 	var vcs []config.ViperConfig
-	for i, vc := range []config.ViperConfig{l.ours, l.base} {
+	for i, file := range []int{1, 0} { // ours, then gitleaks'
+		vc, err := l.tables[file]()
+		if err != nil {
+			return nil, "", err
+		}
 		vc.Rules = nil
 		vc, k := prunedAllowlists(vc, t, known)
 		fmt.Fprintf(&key, "%d:%s;", i, k)
