@@ -14,11 +14,10 @@ import (
 	"path"
 	"strings"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
-	"github.com/ulikunitz/xz"
 	"github.com/ulikunitz/xz/lzma"
 
+	"github.com/mlwarden/mlwarden/internal/unpack"
 	"github.com/mlwarden/mlwarden/scanners/models"
 )
 
@@ -136,10 +135,9 @@ func (w *walk) decompressor(k kind, r io.Reader) (io.Reader, error) {
 		// Only after checkXz: the reader allocates the larger of DictCap
 		// and what a block header states, which checkXz bounds; a DictCap
 		// of MaxDict would allocate that much for every stream.
-		return xz.ReaderConfig{DictCap: lzma.MinDictCap}.NewReader(r)
+		return unpack.XZ(r, lzma.MinDictCap)
 	case kindZstd:
-		d, err := zstd.NewReader(r, zstd.WithDecoderMaxWindow(uint64(w.x.o.MaxDict)), zstd.WithDecoderMaxMemory(uint64(w.x.o.MaxDict)),
-			zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		d, err := unpack.Zstd(r, uint64(w.x.o.MaxDict), uint64(w.x.o.MaxDict))
 		if err != nil {
 			return nil, err
 		}
@@ -151,17 +149,17 @@ func (w *walk) decompressor(k kind, r io.Reader) (io.Reader, error) {
 }
 
 // zstdReader maps the decoder's window error to the dictionary limit.
-type zstdReader struct{ d *zstd.Decoder }
+type zstdReader struct{ d io.ReadCloser }
 
 func (z zstdReader) Read(p []byte) (int, error) {
 	n, err := z.d.Read(p)
-	if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+	if unpack.ZstdLimit(err) {
 		err = fmt.Errorf("%w: %v", errDict, err)
 	}
 	return n, err
 }
 
-func (z zstdReader) Close() error { z.d.Close(); return nil }
+func (z zstdReader) Close() error { return z.d.Close() }
 
 // checkXz refuses an xz file whose dictionary is over maxDict, with the
 // models check's header check.
@@ -219,7 +217,7 @@ func (w *walk) zip(p string, ra io.ReaderAt, size int64, depth int) {
 		zr.RegisterDecompressor(m, d)
 	}
 	zr.RegisterDecompressor(93, func(r io.Reader) io.ReadCloser {
-		d, err := zstd.NewReader(r, zstd.WithDecoderMaxWindow(uint64(w.x.o.MaxDict)), zstd.WithDecoderMaxMemory(uint64(w.x.o.MaxDict)), zstd.WithDecoderConcurrency(1))
+		d, err := unpack.Zstd(r, uint64(w.x.o.MaxDict), uint64(w.x.o.MaxDict))
 		if err != nil {
 			return io.NopCloser(errReader{err})
 		}

@@ -16,9 +16,9 @@ import (
 	"strings"
 
 	"github.com/pierrec/lz4/v4"
-	"github.com/ulikunitz/xz"
 	"github.com/ulikunitz/xz/lzma"
 
+	"github.com/mlwarden/mlwarden/internal/unpack"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -210,7 +210,7 @@ func decompressor(f format, r *bufio.Reader, maxDict int64) (io.Reader, error) {
 	case fmtBzip2:
 		return bzip2.NewReader(r), nil
 	case fmtXz:
-		return xz.ReaderConfig{DictCap: int(min(maxDict, 1<<31))}.NewReader(r)
+		return unpack.XZ(r, int(min(maxDict, 1<<31)))
 	case fmtLzma:
 		h, err := r.Peek(13)
 		if err != nil {

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/bodgit/sevenzip"
-
+	"github.com/mlwarden/mlwarden/internal/unpack"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -30,13 +29,13 @@ func Check7z(ra io.ReaderAt, size int64, l Limits) (map[int]error, error) {
 // digest list shorter than the files it covers panics in readHeader,
 // found by Fuzz7z), so a panic there is a corrupt archive, an error like
 // any other it returns, not the end of the scan.
-func Open7z(ra io.ReaderAt, size int64) (zr *sevenzip.Reader, err error) {
+func Open7z(ra io.ReaderAt, size int64) (zr *unpack.SevenZip, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			zr, err = nil, fmt.Errorf("corrupt header (%v)", p)
 		}
 	}()
-	return sevenzip.NewReader(ra, size)
+	return unpack.Open7z(ra, size)
 }
 
 // CheckXz checks every block header of an xz file (read from its index at

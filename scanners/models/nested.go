@@ -12,9 +12,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ulikunitz/xz"
 	"github.com/ulikunitz/xz/lzma"
 
+	"github.com/mlwarden/mlwarden/internal/unpack"
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/models/pickle"
 )
@@ -54,7 +54,7 @@ func peel(data []byte) (string, []byte, bool) {
 	case bytes.HasPrefix(data, []byte("BZh")) && data[3] >= '1' && data[3] <= '9':
 		return "bzip2", readPeeled(bzip2.NewReader(bytes.NewReader(data))), true
 	case bytes.HasPrefix(data, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
-		if r, err := (xz.ReaderConfig{DictCap: 8 << 20}).NewReader(bytes.NewReader(data)); err == nil {
+		if r, err := unpack.XZ(bytes.NewReader(data), 8<<20); err == nil {
 			return "xz", readPeeled(r), true
 		}
 	case isLzmaAlone(data) && data[1]|data[2]|data[3]|data[4] != 0 && int64(uint32(data[1])|uint32(data[2])<<8|uint32(data[3])<<16|uint32(data[4])<<24) <= 8<<20:

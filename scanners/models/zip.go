@@ -13,8 +13,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/klauspost/compress/zstd"
-
+	"github.com/mlwarden/mlwarden/internal/unpack"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -307,11 +306,7 @@ func (e *zipEntry) openDict(ra io.ReaderAt, maxDict int64) (io.ReadCloser, error
 	case 12:
 		return io.NopCloser(bzip2.NewReader(raw)), nil
 	case 93:
-		d, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(uint64(maxDict)), zstd.WithDecoderMaxMemory(uint64(2*maxDict)))
-		if err != nil {
-			return nil, err
-		}
-		return d.IOReadCloser(), nil
+		return unpack.Zstd(raw, uint64(maxDict), uint64(2*maxDict))
 	}
 	return nil, fmt.Errorf("unsupported compression method %d", e.method)
 }
