@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"fmt"
 
-	pep440 "github.com/aquasecurity/go-pep440-version"
 	debversion "github.com/knqyf263/go-deb-version"
 )
 
@@ -37,15 +36,7 @@ func CompareVersions(eco, a, b string) (int, error) {
 	}
 	switch eco {
 	case EcosystemPyPI:
-		va, err := pep440.Parse(a)
-		if err != nil {
-			return 0, fmt.Errorf("%q is not a PEP 440 version", a)
-		}
-		vb, err := pep440.Parse(b)
-		if err != nil {
-			return 0, fmt.Errorf("%q is not a PEP 440 version", b)
-		}
-		return sign(va.Compare(vb)), nil
+		return comparePyPI(a, b)
 	case EcosystemNVIDIA:
 		va, err := debVersion(a)
 		if err != nil {
