@@ -83,11 +83,11 @@ func TestIndexBuiltin(t *testing.T) {
 		head := want
 		head.Rules = nil
 		got, gotExt, err := ix.tables()
-		if err != nil || !reflect.DeepEqual(got, head) || !reflect.DeepEqual(gotExt, wantExt) {
+		if err != nil || !reflect.DeepEqual(got, head) || !reflect.DeepEqual(gotExt, wantExt) || !reflect.DeepEqual(ix.ext, wantExt) {
 			t.Errorf("%s: the tables outside [[rules]] read differently (%v)", name, err)
 		}
-		if ix.mayTarget() {
-			t.Errorf("%s: the tables are said to hold targetRules", name)
+		if ix.targeted != targets(want) {
+			t.Errorf("%s: targeted %v, the tables say %v", name, ix.targeted, targets(want))
 		}
 		all, err := ix.rules(ids)
 		if err != nil {

@@ -27,8 +27,13 @@ type indexed struct {
 	// and global allowlists, read by tables when first needed (gitleaks'
 	// global allowlist, with its 1,400 stop words, only ever drops
 	// findings: a clean script never needs it).
-	head   []byte
-	blocks map[string][]byte // each rule's [[rules]] block (sub-tables included), by id
+	head []byte
+	// ext is the file's [extend] table; targeted, whether one of its
+	// global allowlists is aimed at named rules (then its rules are not
+	// compiled one by one). Both are known without reading head.
+	ext      config.Extend
+	targeted bool
+	blocks   map[string][]byte // each rule's [[rules]] block (sub-tables included), by id
 	// needs holds the literals one of which every match of a rule's regexp
 	// holds (need.go), for the rules whose literals the generated index
 	// knows; a rule not in it may match anything its keywords let through.
@@ -49,11 +54,16 @@ func (ix *indexed) tables() (config.ViperConfig, config.Extend, error) {
 	return vc, ext, err
 }
 
-// mayTarget reports whether the file's tables may hold an allowlist
-// aimed at named rules (targetRules, a key go-toml matches in any case),
-// without reading them.
-func (ix *indexed) mayTarget() bool {
-	return bytes.Contains(bytes.ToLower(ix.head), []byte("targetrules"))
+// targets reports whether one of vc's global allowlists is aimed at
+// named rules.
+func targets(vc config.ViperConfig) bool {
+	//lint:ignore SA1019 gitleaks' default config still uses the [allowlist] table.
+	for _, a := range globalLists(vc.Allowlists, vc.AllowList) {
+		if len(a.TargetRules) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // indexKey reports whether a line of a rule's own table sets a key the
@@ -107,9 +117,14 @@ func indexBuiltin(b []byte) (*indexed, error) {
 // TestIndexGenerated -update: the file's size and sha256, and each rule's
 // indexed keys and block.
 type genFile struct {
-	size  int
-	sum   string // hex
-	rules []genRule
+	size int
+	sum  string // hex
+	// useDefault and disabled are the file's [extend] table, targeted
+	// whether a global allowlist is aimed at named rules (indexed).
+	useDefault bool
+	disabled   []string
+	targeted   bool
+	rules      []genRule
 	// patterns: needs() of each global allowlist pattern outside the
 	// [[rules]] blocks.
 	patterns map[string][]need
@@ -149,7 +164,8 @@ func generatedIndex(b []byte) (*indexed, bool) {
 		off = r.end
 	}
 	head = append(head, b[off:]...)
-	ix := &indexed{head: head, blocks: make(map[string][]byte, len(g.rules)), needs: make(map[string][]need, len(g.rules)), patterns: g.patterns}
+	ix := &indexed{head: head, ext: config.Extend{UseDefault: g.useDefault, DisabledRules: g.disabled}, targeted: g.targeted,
+		blocks: make(map[string][]byte, len(g.rules)), needs: make(map[string][]need, len(g.rules)), patterns: g.patterns}
 	ix.vc.Rules = slices.Grow(ix.vc.Rules, len(g.rules))[:len(g.rules)]
 	for i, r := range g.rules {
 		ix.blocks[r.id] = b[r.start:r.end]
@@ -221,9 +237,11 @@ func cutBuiltin(b []byte) (*indexed, error) {
 		ends = append(ends, len(b))
 	}
 	ix := &indexed{head: head.Bytes(), blocks: make(map[string][]byte, len(starts))}
-	if _, _, err := ix.tables(); err != nil {
+	vc, ext, err := ix.tables()
+	if err != nil {
 		return nil, err
 	}
+	ix.ext, ix.targeted = ext, targets(vc)
 	var ks struct {
 		Rules []struct {
 			ID, Description string

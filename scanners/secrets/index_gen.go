@@ -5,7 +5,7 @@ package secrets
 // genIndex is the index of each built-in rules file (indexBuiltin).
 var genIndex = []genFile{
 	// gitleaks' default config
-	{size: 97731, sum: "e163e53b9e7e8a8511e77271e2b323ed057759542a6d988258afe3a1fa329caf", rules: []genRule{
+	{size: 97731, sum: "e163e53b9e7e8a8511e77271e2b323ed057759542a6d988258afe3a1fa329caf", useDefault: false, disabled: []string(nil), targeted: false, rules: []genRule{
 		{id: "1password-secret-key", description: "Uncovered a possible 1Password secret key, potentially compromising access to secrets in vaults.", keywords: []string{"a3-"}, skipReport: false, start: 3051, end: 3354, needs: []need{need{lit: "A3-", fold: false}}},
 		{id: "1password-service-account-token", description: "Uncovered a possible 1Password service account token, potentially compromising access to secrets in vaults.", keywords: []string{"ops_"}, skipReport: false, start: 3354, end: 3607, needs: []need{need{lit: "ops_eyJ", fold: false}}},
 		{id: "adafruit-api-key", description: "Identified a potential Adafruit API Key, which could lead to unauthorized access to Adafruit services and sensitive data exposure.", keywords: []string{"adafruit"}, skipReport: false, start: 3607, end: 3974, needs: []need{need{lit: "adafruit", fold: true}}},
@@ -269,7 +269,7 @@ var genIndex = []genFile{
 		"^/(?:bin|etc|home|opt|tmp|usr|var)/[\\w ./-]+$": []need{need{lit: "bin", fold: false}, need{lit: "etc", fold: false}, need{lit: "home", fold: false}, need{lit: "opt", fold: false}, need{lit: "tmp", fold: false}, need{lit: "usr", fold: false}, need{lit: "var", fold: false}},
 	}},
 	// rules/secrets.toml
-	{size: 29984, sum: "0e3b4c30c2706f352c563b02b8ff15c3f3e2d2aba86bfa4c96522a542f715b51", rules: []genRule{
+	{size: 29984, sum: "0e3b4c30c2706f352c563b02b8ff15c3f3e2d2aba86bfa4c96522a542f715b51", useDefault: true, disabled: []string{"lob-api-key", "lob-pub-api-key"}, targeted: false, rules: []genRule{
 		{id: "huggingface-access-token", description: "Hugging Face access token", keywords: []string{"hf_"}, skipReport: false, start: 2609, end: 3176, needs: []need{need{lit: "hf_", fold: false}}},
 		{id: "huggingface-organization-api-token", description: "Hugging Face organization API token", keywords: []string{"api_org_"}, skipReport: false, start: 3176, end: 4108, needs: []need{need{lit: "api_org_", fold: false}}},
 		{id: "huggingface-legacy-api-token", description: "Hugging Face legacy API token (api_ form)", keywords: []string{"hugging", "hf_", "hftoken", "hf.co", "use_auth_token", "hub_token"}, skipReport: false, start: 4108, end: 5471, needs: []need{need{lit: "http", fold: true}, need{lit: "hugging", fold: true}, need{lit: "token", fold: true}, need{lit: "use_auth_token", fold: true}, need{lit: "b_token", fold: true}, need{lit: "ggingface", fold: true}}},

@@ -42,7 +42,8 @@ func TestIndexGenerated(t *testing.T) {
 				t.Fatalf("%s: %v", f.name, err)
 			}
 			sum := sha256.Sum256(f.b)
-			fmt.Fprintf(&src, "\t// %s\n\t{size: %d, sum: %q, rules: []genRule{\n", f.name, len(f.b), hex.EncodeToString(sum[:]))
+			fmt.Fprintf(&src, "\t// %s\n\t{size: %d, sum: %q, useDefault: %v, disabled: %#v, targeted: %v, rules: []genRule{\n",
+				f.name, len(f.b), hex.EncodeToString(sum[:]), ix.ext.UseDefault, ix.ext.DisabledRules, ix.targeted)
 			for _, r := range ix.vc.Rules {
 				blk := ix.blocks[r.ID]
 				start := cap(f.b) - cap(blk) // blk is f.b[start:end]

@@ -124,18 +124,14 @@ func (s *screened) withGlobals(t allowTarget) (*engine.Detector, error) {
 // builtinLazy reads the built-in rules once per process.
 var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 	// The index of a file (its tables outside [[rules]] read at first
-	// use, or now with ext), or the whole file when it cannot be cut.
-	read := func(b []byte, ext bool) (config.ViperConfig, config.Extend, *indexed, func() (config.ViperConfig, error), error) {
+	// use), or the whole file when it cannot be cut.
+	read := func(b []byte) (config.ViperConfig, config.Extend, *indexed, func() (config.ViperConfig, error), error) {
 		if ix, err := indexBuiltin(b); err == nil {
-			if !ext {
-				tables := sync.OnceValues(func() (config.ViperConfig, error) {
-					vc, _, err := ix.tables()
-					return vc, err
-				})
-				return ix.vc, config.Extend{}, ix, tables, nil
-			}
-			vc, e, err := ix.tables()
-			return ix.vc, e, ix, func() (config.ViperConfig, error) { return vc, nil }, err
+			tables := sync.OnceValues(func() (config.ViperConfig, error) {
+				vc, _, err := ix.tables()
+				return vc, err
+			})
+			return ix.vc, ix.ext, ix, tables, nil
 		}
 		vc, e, err := readBuiltin(b)
 		tables := vc
@@ -143,7 +139,7 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 		return vc, e, nil, func() (config.ViperConfig, error) { return tables, nil }, err
 	}
 	// gitleaks' own [extend] is not followed (its default config has none).
-	base, _, baseIx, baseTables, err := read([]byte(config.DefaultConfig), false)
+	base, _, baseIx, baseTables, err := read([]byte(config.DefaultConfig))
 	if err != nil {
 		return nil, fmt.Errorf("gitleaks default config: %w", err)
 	}
@@ -151,7 +147,7 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read secrets rules: %w", err)
 	}
-	ours, ext, oursIx, oursTables, err := read(b, true)
+	ours, ext, oursIx, oursTables, err := read(b)
 	if err != nil {
 		return nil, fmt.Errorf("built-in secrets rules: %w", err)
 	}
@@ -212,10 +208,11 @@ var builtinLazy = sync.OnceValues(func() (*lazyRules, error) {
 
 // compatible reports whether config i (0 gitleaks', 1 ours) can be
 // compiled rule by rule: no composite rules (required) and no allowlists
-// aimed at named rules. Its tables are read only if they may hold one.
+// aimed at named rules. An indexed file's tables are read only if the
+// index says one is aimed (indexed.targeted).
 func (l *lazyRules) compatible(i int) (bool, error) {
 	vc := []config.ViperConfig{l.base, l.ours}[i]
-	if ix := l.index[i]; ix == nil || ix.mayTarget() {
+	if ix := l.index[i]; ix == nil || ix.targeted {
 		t, err := l.tables[i]()
 		if err != nil {
 			return false, err
