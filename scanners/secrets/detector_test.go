@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -35,28 +36,49 @@ func newDetectorPair(cfg config.Config, depth int, allow bool) detectorPair {
 	return p
 }
 
-// liteKeys is findingKeys for package detector's findings, with the
-// fields findingKeys leaves out.
-func liteKeys(fs []detector.Finding) []string {
+// keysOf lists every exported field of each finding (gitleaks' or
+// package detector's) but the fragment, sorted (gitleaks runs rules in map
+// order). Field names are part of the text, so that a field one type has
+// and the other lacks shows as a difference.
+func keysOf[F any](fs []F) []string {
 	var out []string
 	for _, f := range fs {
-		out = append(out, fmt.Sprintf("%s %d:%d-%d:%d match=%q secret=%q line=%q e=%.4f tags=%v file=%s sym=%s commit=%s desc=%q %s|%s|%s|%s|%s|%s",
-			f.RuleID, f.StartLine, f.StartColumn, f.EndLine, f.EndColumn, f.Match, f.Secret, f.Line, f.Entropy, f.Tags, f.File, f.SymlinkFile, f.Commit,
-			f.Description, f.Link, f.Author, f.Email, f.Date, f.Message, f.Fingerprint))
+		v := reflect.ValueOf(f)
+		var b strings.Builder
+		for i := range v.NumField() {
+			if fd := v.Type().Field(i); fd.IsExported() && fd.Name != "Fragment" {
+				fmt.Fprintf(&b, "%s=%q ", fd.Name, fmt.Sprint(v.Field(i).Interface()))
+			}
+		}
+		out = append(out, b.String())
 	}
 	slices.Sort(out)
 	return out
 }
 
-func refKeys(fs []report.Finding) []string {
-	var out []string
-	for _, f := range fs {
-		out = append(out, fmt.Sprintf("%s %d:%d-%d:%d match=%q secret=%q line=%q e=%.4f tags=%v file=%s sym=%s commit=%s desc=%q %s|%s|%s|%s|%s|%s",
-			f.RuleID, f.StartLine, f.StartColumn, f.EndLine, f.EndColumn, f.Match, f.Secret, f.Line, f.Entropy, f.Tags, f.File, f.SymlinkFile, f.Commit,
-			f.Description, f.Link, f.Author, f.Email, f.Date, f.Message, f.Fingerprint))
+// TestDetectorFinding: package detector's Finding and Fragment have
+// gitleaks' fields, by name and type.
+func TestDetectorFinding(t *testing.T) {
+	fields := func(v any) []string {
+		rt := reflect.TypeOf(v)
+		var out []string
+		for i := range rt.NumField() {
+			if f := rt.Field(i); f.IsExported() {
+				typ := f.Type.String()
+				if f.Name == "Fragment" || f.Name == "CommitInfo" {
+					typ = f.Type.Kind().String() // a pointer to the package's own type
+				}
+				out = append(out, f.Name+" "+typ+" "+string(f.Tag))
+			}
+		}
+		return out
 	}
-	slices.Sort(out)
-	return out
+	//lint:ignore SA1019 gitleaks v8's detector takes a detect.Fragment.
+	for _, c := range [][2]any{{report.Finding{}, detector.Finding{}}, {detect.Fragment{}, detector.Fragment{}}} {
+		if a, b := fields(c[0]), fields(c[1]); !slices.Equal(a, b) {
+			t.Errorf("%T has\n%s\n%T has\n%s", c[0], strings.Join(a, "\n"), c[1], strings.Join(b, "\n"))
+		}
+	}
 }
 
 // compare runs both on one fragment and reports a difference; it returns
@@ -65,8 +87,8 @@ func (p detectorPair) compare(t *testing.T, f detector.Fragment) int {
 	t.Helper()
 	//lint:ignore SA1019 gitleaks v8's detector takes a detect.Fragment.
 	ref := detect.Fragment{Raw: f.Raw, FilePath: f.FilePath, WindowsFilePath: f.WindowsFilePath, SymlinkFile: f.SymlinkFile, CommitSHA: f.CommitSHA, StartLine: f.StartLine}
-	want := refKeys(p.ref.DetectContext(context.Background(), ref))
-	got := liteKeys(p.lite.DetectContext(context.Background(), f))
+	want := keysOf(p.ref.DetectContext(context.Background(), ref))
+	got := keysOf(p.lite.DetectContext(context.Background(), f))
 	if !slices.Equal(got, want) {
 		t.Errorf("%s %.80q: package detector found\n%s\ngitleaks finds\n%s", f.FilePath, f.Raw, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
