@@ -2,15 +2,15 @@ package pins
 
 import (
 	"fmt"
-	"slices"
 	"strings"
+	"sync"
 )
 
 // A small Python tokenizer: enough to find calls and their keyword
 // arguments with line numbers. Written by hand because no maintained Go
 // library parses Python 3 source; it never evaluates anything.
 
-type pyTokKind int
+type pyTokKind uint8
 
 const (
 	pyName pyTokKind = iota
@@ -21,19 +21,38 @@ const (
 )
 
 type pyTok struct {
-	kind pyTokKind
 	val  string // a string's content (dyn when it is an f-string with fields)
+	line int32
+	kind pyTokKind
 	dyn  bool
-	line int
 }
+
+// pyToks recycles token slices from one file to the next: a fresh one per
+// file was a fifth of the tokenizer's time (zeroed, then grown under the
+// garbage collector's write barrier). Slices past pyToksKept tokens are not
+// kept.
+var pyToks sync.Pool
+
+const pyToksKept = 1 << 16
 
 // maxPyTokens bounds the tokens read from one file (about 40 MiB).
 const maxPyTokens = 1 << 20
 
 func pyTokenize(src []byte) []pyTok {
-	// Python averages a token per 5 to 8 bytes: fewer regrowths.
-	toks := make([]pyTok, 0, min(len(src)/8, maxPyTokens)+8)
-	line, depth := 1, 0
+	toks, _ := pyTokenizeInto(nil, src)
+	return toks
+}
+
+// pyTokenizeInto is pyTokenize appending to toks[:0]; trc reports whether a
+// name token is trust_remote_code.
+func pyTokenizeInto(toks []pyTok, src []byte) (_ []pyTok, trc bool) {
+	if want := min(len(src)/8, maxPyTokens) + 8; cap(toks) < want {
+		// Python averages a token per 5 to 8 bytes: fewer regrowths.
+		toks = make([]pyTok, 0, want)
+	}
+	toks = toks[:0]
+	var line int32 = 1
+	depth := 0
 	s := string(src)
 	i := 0
 	for i < len(s) && len(toks) < maxPyTokens {
@@ -46,7 +65,8 @@ func pyTokenize(src []byte) []pyTok {
 			line++
 			i++
 		case c == ' ' || c == '\t' || c == '\r' || c == '\f':
-			i++
+			for i++; i < len(s) && (s[i] == ' ' || s[i] == '\t'); i++ {
+			}
 		case c == '\\' && i+1 < len(s) && s[i+1] == '\n':
 			line++
 			i += 2
@@ -54,9 +74,9 @@ func pyTokenize(src []byte) []pyTok {
 			for i < len(s) && s[i] != '\n' {
 				i++
 			}
-		case isIdentStart(c):
-			j := i
-			for j < len(s) && (isIdentStart(s[j]) || s[j] >= '0' && s[j] <= '9') {
+		case pyClass[c]&pyIdentStart != 0:
+			j := i + 1
+			for j < len(s) && pyClass[s[j]]&pyIdentPart != 0 {
 				j++
 			}
 			word := s[i:j]
@@ -64,21 +84,22 @@ func pyTokenize(src []byte) []pyTok {
 				tok, n, nl := pyString(s[j:], strings.ToLower(word))
 				tok.line = line
 				toks = append(toks, tok)
-				line += nl
+				line += int32(nl)
 				i = j + n
 				continue
 			}
+			trc = trc || len(word) == len("trust_remote_code") && word == "trust_remote_code"
 			toks = append(toks, pyTok{kind: pyName, val: word, line: line})
 			i = j
 		case c == '"' || c == '\'':
 			tok, n, nl := pyString(s[i:], "")
 			tok.line = line
 			toks = append(toks, tok)
-			line += nl
+			line += int32(nl)
 			i += n
 		case c >= '0' && c <= '9':
 			j := i
-			for j < len(s) && (isIdentStart(s[j]) || s[j] >= '0' && s[j] <= '9' || s[j] == '.') {
+			for j < len(s) && (pyClass[s[j]]&pyIdentPart != 0 || s[j] == '.') {
 				j++
 			}
 			toks = append(toks, pyTok{kind: pyNumber, val: s[i:j], line: line})
@@ -106,7 +127,7 @@ func pyTokenize(src []byte) []pyTok {
 			i += len(op)
 		}
 	}
-	return toks
+	return toks, trc
 }
 
 // pyOp2 reports whether a then b is a two-character operator: ==, !=, <=,
@@ -127,15 +148,49 @@ func isIdentStart(c byte) bool {
 	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c >= 0x80
 }
 
+// pyClass holds, for each byte, whether it starts an identifier and
+// whether it goes on one: one look-up per byte in the tokenizer's loops.
+var pyClass = func() (t [256]uint8) {
+	for c := range t {
+		if isIdentStart(byte(c)) {
+			t[c] |= pyIdentStart | pyIdentPart
+		}
+		if '0' <= c && c <= '9' {
+			t[c] |= pyIdentPart
+		}
+	}
+	return t
+}()
+
+const (
+	pyIdentStart = 1 << iota
+	pyIdentPart
+)
+
 // pyString reads a string literal at the start of s with the given prefix
 // already consumed; it returns the token, the bytes used and the newlines
 // inside.
 func pyString(s, prefix string) (pyTok, int, int) {
-	q := s[:1]
-	if strings.HasPrefix(s, q+q+q) {
-		q = q + q + q
+	q := pyQuote(s)
+	dyn := strings.Contains(prefix, "f")
+	// Most literals hold no backslash: their value is a piece of s.
+	if end, nl, ok := pyPlainString(s, q); ok {
+		v := s[len(q) : end-len(q)]
+		if end > len(s) { // unterminated at the end of the file
+			v = s[len(q):]
+			end = len(s)
+		}
+		return pyTok{kind: pyStr, val: v, dyn: dyn && strings.Contains(v, "{")}, end, nl
 	}
+	return pyStringDecode(s, prefix)
+}
+
+// pyStringDecode is pyString reading the literal byte by byte, its escapes
+// decoded (the oracle of pyString's fast path in the tests).
+func pyStringDecode(s, prefix string) (pyTok, int, int) {
+	q := pyQuote(s)
 	raw := strings.Contains(prefix, "r")
+	dyn := strings.Contains(prefix, "f")
 	var b strings.Builder
 	i := len(q)
 	nl := 0
@@ -167,7 +222,51 @@ func pyString(s, prefix string) (pyTok, int, int) {
 		i++
 	}
 	v := b.String()
-	return pyTok{kind: pyStr, val: v, dyn: strings.Contains(prefix, "f") && strings.Contains(v, "{")}, i, nl
+	return pyTok{kind: pyStr, val: v, dyn: dyn && strings.Contains(v, "{")}, i, nl
+}
+
+// pyQuote is the quote that opens the literal at the start of s: its first
+// byte, or three of it.
+func pyQuote(s string) string {
+	if len(s) >= 3 && s[1] == s[0] && s[2] == s[0] {
+		return s[:3]
+	}
+	return s[:1]
+}
+
+// pyPlainString reads the literal at the start of s, quoted by q, when no
+// backslash comes before its end: it returns the offset past the closing
+// quote (len(s)+len(q) when the file ends first) and the newlines inside.
+// ok is false when there is a backslash (pyString then decodes it), or when
+// a one-quote literal stops unterminated at a newline (pyString's own loop
+// gives that case its value).
+func pyPlainString(s, q string) (end, nl int, ok bool) {
+	i := len(q)
+	for {
+		k := strings.IndexAny(s[i:], q[:1]+"\\\n")
+		if k < 0 {
+			if len(q) == 3 {
+				nl += strings.Count(s[i:], "\n")
+			}
+			return len(s) + len(q), nl, true
+		}
+		i += k
+		switch s[i] {
+		case '\\':
+			return 0, 0, false
+		case '\n':
+			if len(q) == 1 {
+				return 0, 0, false
+			}
+			nl++
+			i++
+		default:
+			if strings.HasPrefix(s[i:], q) {
+				return i + len(q), nl, true
+			}
+			i++
+		}
+	}
 }
 
 // pyValue is an argument's value as far as the check can tell.
@@ -223,7 +322,7 @@ func pyCalls(toks []pyTok, want func(callee string) bool) []pyCall {
 		if !want(callee) {
 			continue
 		}
-		c := pyCall{callee: callee, line: toks[i-1].line, kw: map[string]pyValue{}}
+		c := pyCall{callee: callee, line: int(toks[i-1].line), kw: map[string]pyValue{}}
 		// Split the arguments at top-level commas.
 		depth, start := 0, i+1
 		k := i + 1
@@ -276,7 +375,7 @@ func pyVal(ts []pyTok, vars map[string]string) pyValue {
 	if len(ts) == 0 {
 		return pyValue{}
 	}
-	v := pyValue{line: ts[0].line}
+	v := pyValue{line: int(ts[0].line)}
 	allStr := true
 	var b strings.Builder
 	for _, t := range ts {
@@ -339,7 +438,10 @@ func (c *pyCall) arg(i int, kw string) (pyValue, bool) {
 
 // calleeIs reports whether the dotted callee is name or ends in .name.
 func calleeIs(callee, name string) bool {
-	return callee == name || strings.HasSuffix(callee, "."+name)
+	// Not HasSuffix(callee, "."+name): that concatenation, once per call
+	// of every Python file, was a tenth of the pins check's time.
+	n := len(callee) - len(name)
+	return n == 0 && callee == name || n > 0 && callee[n-1] == '.' && callee[n:] == name
 }
 
 // hubID reports whether s names a Hub repository ("org/name" or "name")
@@ -370,13 +472,25 @@ func scanPythonCalls(data []byte, r *rep, st *shellState) { checkPythonCalls(dat
 // checkPythonCalls is scanPythonCalls; every reads every call whole, as it
 // once did (the oracle of the filter's tests).
 func checkPythonCalls(data []byte, r *rep, st *shellState, every bool) {
-	toks := pyTokenize(data)
+	tp, _ := pyToks.Get().(*[]pyTok)
+	if tp == nil {
+		tp = new([]pyTok)
+	}
+	toks, named := pyTokenizeInto(*tp, data)
+	defer func() {
+		// The tokens point into this file's text: let it go with them.
+		clear(toks)
+		if cap(toks) <= pyToksKept {
+			*tp = toks[:0]
+			pyToks.Put(tp)
+		}
+	}()
 	if len(toks) >= maxPyTokens {
-		r.add(ruleUnparsed, toks[len(toks)-1].line, "", fmt.Sprintf("only the first %d Python tokens (to this line) were checked for pins; the rest of this unusually large file was not", maxPyTokens))
+		r.add(ruleUnparsed, int(toks[len(toks)-1].line), "", fmt.Sprintf("only the first %d Python tokens (to this line) were checked for pins; the rest of this unusually large file was not", maxPyTokens))
 	}
 	// Only the calls checked below are read whole: any call when the
 	// file has trust_remote_code, else those kindOfCall names.
-	trc := every || slices.ContainsFunc(toks, func(t pyTok) bool { return t.kind == pyName && t.val == "trust_remote_code" })
+	trc := every || named
 	for _, c := range pyCalls(toks, func(callee string) bool { return trc || kindOfCall(callee) != pyCallOther }) {
 		pyShell(c, r, st)
 		if v, ok := c.kw["trust_remote_code"]; ok && v.isTrue {
