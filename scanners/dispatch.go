@@ -515,13 +515,22 @@ func (c *prefixContent) ReadAt(p []byte, off int64) (int, error) {
 // any offset for those that want it. It returns nil when nobody does.
 func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 	nop := func() {}
-	head := make([]byte, HeadSize)
+	// Content a source already holds in memory (MemContent: an image
+	// layer's small files) is used where it is, not copied again.
+	mem, isMem := memBytesOf(r)
 	ra, isRA := r.(io.ReaderAt)
+	var head []byte
 	var n int
 	var err error
-	if isRA {
+	switch {
+	case isMem:
+		head = mem[:min(len(mem), HeadSize)]
+		n = len(head)
+	case isRA:
+		head = make([]byte, HeadSize)
 		n, err = ra.ReadAt(head, 0)
-	} else {
+	default:
+		head = make([]byte, HeadSize)
 		n, err = io.ReadFull(r, head)
 	}
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -555,6 +564,8 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 	}
 	o := &opened{wanted: wanted, expand: expand}
 	switch {
+	case isMem:
+		o.data = mem
 	case isRA && a.Size <= SmallFile:
 		// The head is already read: read only the rest.
 		buf := make([]byte, max(a.Size, int64(n)))
@@ -617,7 +628,7 @@ func (s *sink) open(a *Artifact, r io.Reader) (*opened, func(), error) {
 		s.addComponentSum(comp, h, size)
 		return o, func() { f.Close() }, nil
 	}
-	o.ra, o.size = bytes.NewReader(o.data), int64(len(o.data))
+	o.ra, o.size = memReaderAt(o.data), int64(len(o.data))
 	s.addComponent(comp, o.ra, o.size, true)
 	return o, nop, nil
 }

@@ -479,6 +479,11 @@ func binaryKeywords(rs *ruleSet) *ahocorasick.Trie {
 func (s *Scanner) scanStream(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
 	size := c.Size()
 	limit := min(size, s.maxBytes)
+	if b, ok := scanners.MemBytes(c); ok && size <= s.maxBytes && size <= chunkSize && int64(len(b)) >= size {
+		// Held in memory and one chunk: scanned where it is, as the loop
+		// below would scan its one chunk (a copy of it).
+		return s.scanText(ctx, a, b[:size], 1), nil
+	}
 	var out []scanners.Finding
 	buf := make([]byte, min(int64(chunkSize), limit))
 	var carry []byte

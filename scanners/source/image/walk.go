@@ -374,21 +374,30 @@ func imgCreatedBy(cf *v1.ConfigFile, n int) []string {
 // fetch opens a layer, decompresses it and writes the tar stream into p,
 // checking the blob's digest at its end.
 func (w *imgWalker) fetch(ctx context.Context, j *imgLayerJob, p imgStream) {
-	r, err := w.open(j)
+	r, err := w.openTo(j, p)
 	if err != nil {
 		p.closeWrite(err)
 		return
 	}
 	defer r.Close()
+	send := p.write
+	if r.fwd != nil {
+		send = r.fwd.write // hashed on the way (the diff ID)
+	}
+	// fail ends the stream with err once every chunk sent is in it.
+	fail := func(err error) {
+		r.Close()
+		p.closeWrite(err)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
-			p.closeWrite(err)
+			fail(err)
 			return
 		}
 		buf := imgGetChunk()
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
-			if !p.write(buf[:n]) {
+			if !send(buf[:n]) {
 				return // the reader gave up
 			}
 		} else {
@@ -399,7 +408,7 @@ func (w *imgWalker) fetch(ctx context.Context, j *imgLayerJob, p imgStream) {
 			return
 		}
 		if err != nil {
-			p.closeWrite(err)
+			fail(err)
 			return
 		}
 	}
@@ -409,6 +418,9 @@ func (w *imgWalker) fetch(ctx context.Context, j *imgLayerJob, p imgStream) {
 // be checked at the end (the digest) and returns its error.
 type imgLayerReader struct {
 	io.Reader
+	// fwd, when set, takes the decompressed chunks read from Reader, hashes
+	// them and writes them to the stream openTo was given.
+	fwd     *imgForward
 	closers []io.Closer
 	check   func() error
 	closed  bool
@@ -432,7 +444,11 @@ func (r *imgLayerReader) Close() error {
 }
 
 // open returns the layer's decompressed tar stream.
-func (w *imgWalker) open(j *imgLayerJob) (*imgLayerReader, error) {
+func (w *imgWalker) open(j *imgLayerJob) (*imgLayerReader, error) { return w.openTo(j, nil) }
+
+// openTo is open for a fetch into the stream to: the diff ID is then taken
+// by the reader's fwd as its chunks go into to, without a copy of them.
+func (w *imgWalker) openTo(j *imgLayerJob, to imgStream) (*imgLayerReader, error) {
 	if w.src.scheme == SchemeDockerArchive {
 		// The archive may hold layers uncompressed, and ggcr would compress
 		// them to serve Compressed(): read Uncompressed() and check the
@@ -501,8 +517,17 @@ func (w *imgWalker) open(j *imgLayerJob) (*imgLayerReader, error) {
 	// the registry's verifying reader, or above for a layout.)
 	if j.diffKnown {
 		ur := &imgCounter{r: lr.Reader}
-		uh := newImgHasher()
-		lr.Reader = io.TeeReader(ur, uh)
+		var uh interface {
+			io.Closer
+			Sum([]byte) []byte
+		}
+		if to != nil {
+			lr.fwd = newImgForward(to)
+			lr.Reader, uh = ur, lr.fwd
+		} else {
+			h := newImgHasher()
+			lr.Reader, uh = io.TeeReader(ur, h), h
+		}
 		lr.closers = append(lr.closers, uh)
 		blob := lr.check
 		check := imgDigestCheck(uh, ur, j.diffID, "diff ID")
@@ -664,15 +689,15 @@ func (w *imgWalker) walkLayer(ctx context.Context, j *imgLayerJob, r io.Reader, 
 			Note:       hidden.note(p),
 		}
 		if hdr.Size <= imgBufferMax {
-			buf := imgGetBuf(hdr.Size)
+			// The buffer goes to the sink with the file, which keeps it as
+			// the content the checks read (MemContent): one copy of the
+			// file, not one here and another in the sink.
+			buf := make([]byte, hdr.Size)
 			if _, err := io.ReadFull(tr, buf); err != nil {
-				imgPutBuf(buf)
 				return ev, imgReadErr(fmt.Errorf("%s: %w", p, err))
 			}
 			g.Go(func() error {
-				// The sink is done with the content when Artifact returns.
-				w.hand(j, a, bytes.NewReader(buf), rs, record, stopped)
-				imgPutBuf(buf)
+				w.hand(j, a, scanners.MemContent(buf), rs, record, stopped)
 				return nil
 			})
 			continue
@@ -723,31 +748,4 @@ func (s *imgStop) get() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
-}
-
-// imgBufs recycles the buffers of files handed to workers, by size class
-// (powers of two from 4 KiB to imgBufferMax).
-var imgBufs [11]sync.Pool
-
-func imgClass(n int64) int {
-	c := 0
-	for size := int64(4 << 10); size < n; size <<= 1 {
-		c++
-	}
-	return c
-}
-
-func imgGetBuf(n int64) []byte {
-	c := imgClass(n)
-	if b, ok := imgBufs[c].Get().(*[]byte); ok {
-		return (*b)[:n]
-	}
-	return make([]byte, n, int64(4<<10)<<c)
-}
-
-func imgPutBuf(b []byte) {
-	c := imgClass(int64(cap(b)))
-	if c < len(imgBufs) && int64(4<<10)<<c == int64(cap(b)) {
-		imgBufs[c].Put(&b)
-	}
 }
