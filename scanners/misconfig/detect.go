@@ -659,10 +659,20 @@ var (
 func (r *run) python(data []byte) {
 	var j jupyterAuth
 	jline := 0
-	for i, l := range strings.Split(string(data), "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(l), "c.") && !strings.Contains(l, "0.0.0.0") && !strings.Contains(l, "::") && !strings.Contains(l, `"*"`) && !strings.Contains(l, "'*'") {
+	// Line by line over the bytes: a line becomes a string only when it
+	// may hold what the patterns look for (the file as a string, split into
+	// lines, was most of this check's allocation on Python trees).
+	for i := 0; len(data) > 0; i++ {
+		lb := data
+		if k := bytes.IndexByte(data, '\n'); k >= 0 {
+			lb, data = data[:k], data[k+1:]
+		} else {
+			data = nil
+		}
+		if !bytes.HasPrefix(bytes.TrimSpace(lb), []byte("c.")) && !bytes.Contains(lb, []byte("0.0.0.0")) && !bytes.Contains(lb, []byte("::")) && !bytes.Contains(lb, []byte(`"*"`)) && !bytes.Contains(lb, []byte("'*'")) {
 			continue // neither a config assignment nor an all-interfaces address
 		}
+		l := string(lb)
 		if m := pyJupyterSet.FindStringSubmatch(l); m != nil {
 			v := m[3] + m[4]
 			if m[5] != "" {
