@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 )
 
 // imgStream carries a layer's decompressed tar stream from the goroutine that
@@ -279,4 +280,62 @@ func (a *imgHasher) Close() error {
 func (a *imgHasher) Sum(b []byte) []byte {
 	a.Close()
 	return a.h.Sum(b)
+}
+
+// imgForward is a SHA-256 of a decompressed stream that hashes, in a
+// goroutine of its own, the chunks the fetch reads, and then writes each to
+// the stream the walk reads: the diff ID is taken beside decompression
+// without copying the stream, as imgHasher must for writers that reuse their
+// buffer. write is called from one goroutine; Close (and Sum, which calls
+// it) waits until every chunk is hashed and in the stream, so the stream is
+// ended after them.
+type imgForward struct {
+	h    hash.Hash
+	to   imgStream
+	ch   chan []byte
+	done chan struct{}
+	gone atomic.Bool // the stream's reader has gone
+	once sync.Once
+}
+
+func newImgForward(to imgStream) *imgForward {
+	f := &imgForward{h: sha256.New(), to: to, ch: make(chan []byte, imgHashQueue), done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		for b := range f.ch {
+			f.h.Write(b)
+			// A stream that refuses b has let it go, or put it back
+			// itself: never put back here too.
+			if f.gone.Load() || !f.to.write(b) {
+				f.gone.Store(true)
+			}
+		}
+	}()
+	return f
+}
+
+// write hands over b, a chunk from imgGetChunk; false means the stream's
+// reader has gone.
+func (f *imgForward) write(b []byte) bool {
+	if f.gone.Load() {
+		imgPutChunk(b)
+		return false
+	}
+	f.ch <- b
+	return true
+}
+
+// Close waits for every chunk written to be hashed and in the stream.
+func (f *imgForward) Close() error {
+	f.once.Do(func() {
+		close(f.ch)
+		<-f.done
+	})
+	return nil
+}
+
+// Sum appends the hash of everything written to b.
+func (f *imgForward) Sum(b []byte) []byte {
+	f.Close()
+	return f.h.Sum(b)
 }
