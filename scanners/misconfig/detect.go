@@ -155,10 +155,32 @@ func mayHaveCommands(lower []byte) bool {
 	return commandWords().NextBytes(lower, 0) >= 0
 }
 
+// textWords is mayHaveCommands of b and whether b holds a miner trace
+// (minerTraceWords), in one pass over text that holds neither (most text):
+// the first place either set's words start is found with both sets at
+// once, and each set is searched alone only from there.
+func textWords(b []byte) (cmds, traces bool) {
+	p := textWordsBoth().NextBytes(b, 0)
+	if p < 0 {
+		return false, false
+	}
+	return commandWords().NextBytes(b, p) >= 0, minerTraceWords().NextBytes(b, p) >= 0
+}
+
+var textWordsBoth = sync.OnceValue(func() *literal.Finder {
+	return literal.New(append(commandWordList(), minerTraceWordList()...))
+})
+
+func minerTraceWordList() []string {
+	return append(append([]string{"stratum"}, poolHosts...), minerBinaries...)
+}
+
 // commandWords finds what mayHaveCommands looks for, in one pass: a
 // search per program name and variable was a tenth of a full scan's CPU
 // on an ML tree (issue 21).
-var commandWords = sync.OnceValue(func() *literal.Finder {
+var commandWords = sync.OnceValue(func() *literal.Finder { return literal.New(commandWordList()) })
+
+func commandWordList() []string {
 	words := []string{"-m ", "--donate-level", "jupyter_token"}
 	for p := range programs {
 		words = append(words, p)
@@ -166,8 +188,8 @@ var commandWords = sync.OnceValue(func() *literal.Finder {
 	for k := range serviceEnv {
 		words = append(words, strings.ToLower(k))
 	}
-	return literal.New(words)
-})
+	return words
+}
 
 // interesting reports cheaply whether any detector could match words: a
 // known program, a python -m module, an environment variable that binds a
@@ -537,9 +559,7 @@ var (
 	poolHostWords    = sync.OnceValue(func() *literal.Finder { return literal.New(poolHosts) })
 	minerBinaryWords = sync.OnceValue(func() *literal.Finder { return literal.New(minerBinaries) })
 	// minerTraceWords is every word minerText looks for, in one pass.
-	minerTraceWords = sync.OnceValue(func() *literal.Finder {
-		return literal.New(append(append([]string{"stratum"}, poolHosts...), minerBinaries...))
-	})
+	minerTraceWords = sync.OnceValue(func() *literal.Finder { return literal.New(minerTraceWordList()) })
 )
 
 // minerFile is what follows a miner's name when it is a file: a version
@@ -607,9 +627,12 @@ func containsAny(lower []byte, words *literal.Finder) bool {
 // lower is data lower-cased, or nil: the literal passes fold ASCII case
 // themselves, so data is lower-cased only when it holds a trace (or a
 // character that lower-cases to ASCII, when the caller lower-cased it).
-func (r *run) minerText(data, lower []byte, doc bool) {
+//
+// traces is whether data holds a miner trace word, when the caller has
+// searched (lower nil); minerText searches itself when it is nil.
+func (r *run) minerText(data, lower []byte, doc bool, traces *bool) {
 	if lower == nil {
-		if minerTraceWords().NextBytes(data, 0) < 0 {
+		if traces != nil && !*traces || traces == nil && minerTraceWords().NextBytes(data, 0) < 0 {
 			return
 		}
 		lower = bytes.ToLower(data)

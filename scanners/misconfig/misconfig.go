@@ -161,7 +161,15 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 		lower = bytes.ToLower(data)
 		words = lower
 	}
-	cmds := mayHaveCommands(words)
+	var cmds bool
+	var traces *bool
+	if lower == nil {
+		// data is searched for command and miner words in one pass.
+		c, t := textWords(data)
+		cmds, traces = c, &t
+	} else {
+		cmds = mayHaveCommands(words)
+	}
 	switch kind {
 	case kindShell:
 		if cmds {
@@ -192,7 +200,7 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 	}
 	// Miner traces are searched in the lower-cased copy: it has the same
 	// lines, and evidence from it is a pool URL or a binary name.
-	r.minerText(data, lower, kind == kindDoc)
+	r.minerText(data, lower, kind == kindDoc, traces)
 	if truncated {
 		r.out = append(r.out, scanners.At(a, RuleNotScanned, 0,
 			fmt.Sprintf("only the first %d bytes of this %d-byte text file were checked for misconfigurations", s.maxBytes, c.Size())))
