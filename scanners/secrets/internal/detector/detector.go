@@ -489,12 +489,18 @@ func GiveWay[F any](fs []F, key func(*F) (line int, commit, rule, secret string)
 // of allowlists leaves out the file at path (winPath: with its own
 // separator, or "") or the commit before any match is looked at.
 func PathOrCommitAllowed(path, winPath, commit string, allowlists []*config.Allowlist) bool {
+	return PathOrCommitAllowedBy(path, winPath, commit, allowlists, func(i int, p string) bool { return allowlists[i].PathAllowed(p) })
+}
+
+// PathOrCommitAllowedBy is PathOrCommitAllowed with pathAllowed(i, p) in
+// place of allowlists[i].PathAllowed(p), which it must equal.
+func PathOrCommitAllowedBy(path, winPath, commit string, allowlists []*config.Allowlist, pathAllowed func(i int, p string) bool) bool {
 	if path == "" && commit == "" {
 		return false
 	}
-	for _, a := range allowlists {
+	for i, a := range allowlists {
 		commitAllowed, _ := a.CommitAllowed(commit)
-		pathAllowed := a.PathAllowed(path) || winPath != "" && a.PathAllowed(winPath)
+		pathAllowed := path != "" && pathAllowed(i, path) || winPath != "" && pathAllowed(i, winPath)
 		if a.MatchCondition == config.AllowlistMatchAnd {
 			if len(a.Regexes) > 0 || len(a.StopWords) > 0 {
 				continue // decided with the finding
