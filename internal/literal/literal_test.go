@@ -82,15 +82,19 @@ func FuzzFinder(f *testing.F) {
 		if got, want := fm.NextBytes([]byte(s), from), naive(multi, s, from); got != want {
 			t.Fatalf("NextBytes(%q, %d) without one-byte literals = %d, want %d", s, from, got, want)
 		}
-		n := 0
+		got := map[[2]int]bool{}
 		fd.Each(s, func(at int, id int32) {
 			if naive(lits[id:id+1], s[at:], 0) != 0 {
 				t.Fatalf("Each reported %q at %d in %q", lits[id], at, s)
 			}
-			n++
+			got[[2]int{at, int(id)}] = true
 		})
-		if (n > 0) != (naive(lits, s, 0) >= 0) {
-			t.Fatalf("Each found %d places in %q", n, s)
+		for id, l := range lits {
+			for at := naive([]string{l}, s, 0); at >= 0; at = naive([]string{l}, s, at+1) {
+				if !got[[2]int{at, id}] {
+					t.Fatalf("Each missed %q at %d in %q", l, at, s)
+				}
+			}
 		}
 	})
 }
