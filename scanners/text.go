@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"iter"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -138,4 +139,23 @@ func memBytesOf(r io.Reader) ([]byte, bool) {
 		return nil, false
 	}
 	return m[off : off+n : off+n], true
+}
+
+// Lines yields the lines of data with their 1-based numbers, each without
+// its '\n' (a '\r' before it stays), as views of data: a text read line by
+// line without a string per line, or one slice of them all.
+func Lines(data []byte) iter.Seq2[int, []byte] {
+	return func(yield func(int, []byte) bool) {
+		for n := 1; len(data) > 0; n++ {
+			line := data
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				line, data = data[:i], data[i+1:]
+			} else {
+				data = nil
+			}
+			if !yield(n, line) {
+				return
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package scanners_test
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unicode/utf16"
 
@@ -53,6 +54,38 @@ func TestBase(t *testing.T) {
 	} {
 		if got := scanners.Base(p); got != want {
 			t.Errorf("Base(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
+
+func TestLines(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"a", []string{"a"}},
+		{"a\n", []string{"a"}},
+		{"a\nb", []string{"a", "b"}},
+		{"a\r\n\nb\n", []string{"a\r", "", "b"}},
+		{"\n\n", []string{"", ""}},
+	} {
+		var got []string
+		want := 1
+		for n, l := range scanners.Lines([]byte(c.in)) {
+			if n != want {
+				t.Errorf("Lines(%q): line %d numbered %d", c.in, want, n)
+			}
+			want++
+			got = append(got, string(l))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("Lines(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	for n := range scanners.Lines([]byte("a\nb\nc")) {
+		if n == 2 {
+			break // an early stop ends the walk
 		}
 	}
 }

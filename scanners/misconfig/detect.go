@@ -685,13 +685,8 @@ func (r *run) python(data []byte) {
 	// Line by line over the bytes: a line becomes a string only when it
 	// may hold what the patterns look for (the file as a string, split into
 	// lines, was most of this check's allocation on Python trees).
-	for i := 0; len(data) > 0; i++ {
-		lb := data
-		if k := bytes.IndexByte(data, '\n'); k >= 0 {
-			lb, data = data[:k], data[k+1:]
-		} else {
-			data = nil
-		}
+	for n, lb := range scanners.Lines(data) {
+		i := n - 1
 		if !bytes.HasPrefix(bytes.TrimSpace(lb), []byte("c.")) && !bytes.Contains(lb, []byte("0.0.0.0")) && !bytes.Contains(lb, []byte("::")) && !bytes.Contains(lb, []byte(`"*"`)) && !bytes.Contains(lb, []byte("'*'")) {
 			continue // neither a config assignment nor an all-interfaces address
 		}

@@ -131,13 +131,7 @@ func extract(k fileKind, a *scanners.Artifact, data []byte) []Package {
 
 // eachLine calls fn with every line of data (1-based, without the line end).
 func eachLine(data []byte, fn func(n int, line string) bool) {
-	for n := 1; len(data) > 0; n++ {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+	for n, line := range scanners.Lines(data) {
 		if !fn(n, strings.TrimSuffix(string(line), "\r")) {
 			return
 		}
