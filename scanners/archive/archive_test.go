@@ -134,6 +134,9 @@ func TestFormats(t *testing.T) {
 		{"nested.tar.gz", gz(tarOf(t, entry{"inner.zip", string(zipOf(t, entry{"a/b.env", env}))})), "nested.tar.gz!inner.zip!a/b.env"},
 	} {
 		c, fs, err := expand(t, Options{}, tc.name, tc.data)
+		if decoderMissing(fs) {
+			continue // xz, zstd: not in mlwarden-sbatch's build
+		}
 		if err != nil || len(fs) != 0 || len(c.errs) != 0 {
 			t.Errorf("%s: %v %v %v", tc.name, err, fs, c.errs)
 		}
@@ -257,6 +260,9 @@ func Test7z(t *testing.T) {
 	}
 	data, _ := os.ReadFile(out)
 	c, fs, err := expand(t, Options{}, "a.7z", data)
+	if decoderMissing(fs) {
+		t.Skip("7z is not in mlwarden-sbatch's build")
+	}
 	if err != nil || len(fs) != 0 || c.members["a.7z!cfg.env"] != "HF_TOKEN=placeholder\n" {
 		t.Errorf("%v %v %v", err, fs, keys(c.members))
 	}

@@ -24,7 +24,19 @@ import (
 func TestReadAllViewReadOnly(t *testing.T) {
 	scs, err := catalog.New(catalog.Options{})
 	if err != nil {
-		t.Fatal(err)
+		// mlwarden-sbatch's build has no signatures check: every check
+		// that is in the build.
+		scs = nil
+		for _, name := range catalog.Names() {
+			sc, err := catalog.New(catalog.Options{Checks: []string{name}})
+			if err != nil && strings.Contains(err.Error(), "not in this build") {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			scs = append(scs, sc...)
+		}
 	}
 	defer catalog.Close(scs)
 	var files []string

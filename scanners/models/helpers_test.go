@@ -32,6 +32,9 @@ func scanFile(t testing.TB, s *Scanner, path string) ([]scanners.Finding, bool) 
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	if decoderMissing(fs) {
+		t.Skipf("%s: its decoder is not in mlwarden-sbatch's build", path)
+	}
 	return fs, true
 }
 
