@@ -1,10 +1,13 @@
 package pins
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mlwarden/mlwarden/scanners"
@@ -177,6 +180,60 @@ func BenchmarkScanSbatch(b *testing.B) {
 		a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "bench", TargetKind: scanners.KindScript, Path: name}
 		if _, err := scanners.ScanBytes(context.Background(), s, a, data); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// pyBenchFiles is issue 21's ML tree's kind of Python (bench/imagelayout's
+// code files): n files of 4–64 KiB of identifiers, keywords, calls, dots
+// and assignments, with a string literal now and then, deterministic.
+func pyBenchFiles(n int) [][]byte {
+	words := strings.Fields("import from def class return self model config tensor train loss optimizer step batch epoch data loader token mask attention hidden layer weight bias norm dropout lambda yield with as if elif else for while try except finally in not and or None True False torch numpy np os sys json yaml logging logger path device cuda float32 load state_dict checkpoint")
+	r := rand.New(rand.NewPCG(21, 1))
+	out := make([][]byte, n)
+	for i := range out {
+		var b bytes.Buffer
+		size := 4<<10 + r.IntN(60<<10)
+		for b.Len() < size {
+			b.WriteString(strings.Repeat(" ", r.IntN(3)*4))
+			for k := range 3 + r.IntN(9) {
+				if k > 0 {
+					b.WriteByte(' ')
+				}
+				b.WriteString(words[r.IntN(len(words))])
+				switch r.IntN(14) {
+				case 0:
+					b.WriteString("(")
+				case 1:
+					b.WriteString(") =")
+				case 2:
+					fmt.Fprintf(&b, "_%d", r.IntN(100))
+				case 3:
+					b.WriteString(".")
+				case 4:
+					fmt.Fprintf(&b, " = %q", words[r.IntN(len(words))])
+				}
+			}
+			b.WriteByte('\n')
+		}
+		out[i] = b.Bytes()
+	}
+	return out
+}
+
+// BenchmarkPython is the pins check's Python pass over 700 such files
+// (≈ 24 MB, as the ML tree of bench/imagelayout holds), on one goroutine.
+func BenchmarkPython(b *testing.B) {
+	files := pyBenchFiles(700)
+	n := 0
+	for _, f := range files {
+		n += len(f)
+	}
+	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "bench", Path: "train.py"}
+	b.SetBytes(int64(n))
+	for b.Loop() {
+		for _, f := range files {
+			scanPython(f, &rep{s: &sink{a: a, seen: map[string]bool{}}})
 		}
 	}
 }
