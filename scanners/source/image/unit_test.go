@@ -93,3 +93,13 @@ func TestImageProgress(t *testing.T) {
 	nilp.add(1)
 	nilp.stop()
 }
+
+// TestDefaultSpill: layers fetched ahead spill to a ring only when there
+// are cores beyond the two the walked layer keeps busy.
+func TestDefaultSpill(t *testing.T) {
+	for procs, want := range map[int]int64{1: -1, 2: -1, 3: imgSpillBytes, 16: imgSpillBytes} {
+		if got := defaultSpill(procs); got != want {
+			t.Errorf("defaultSpill(%d) = %d, want %d", procs, got, want)
+		}
+	}
+}
