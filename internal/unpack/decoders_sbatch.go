@@ -3,16 +3,12 @@
 package unpack
 
 import (
-	"errors"
 	"io"
 	"io/fs"
 )
 
 // The sbatch hook's build: no xz, zstd or 7z decoder (decoders.go).
 
-// ErrNotInBuild is the error of every function here in the sbatch hook's
-// build.
-var ErrNotInBuild = errors.New("not in this build (mlwarden-sbatch checks batch scripts; use mlwarden)")
 
 // XZ fails: this build reads no xz stream.
 func XZ(io.Reader, int) (io.Reader, error) { return nil, ErrNotInBuild }

@@ -20,6 +20,7 @@ import (
 	"github.com/ulikunitz/xz"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/scannertest"
 )
 
 var (
@@ -134,7 +135,7 @@ func TestFormats(t *testing.T) {
 		{"nested.tar.gz", gz(tarOf(t, entry{"inner.zip", string(zipOf(t, entry{"a/b.env", env}))})), "nested.tar.gz!inner.zip!a/b.env"},
 	} {
 		c, fs, err := expand(t, Options{}, tc.name, tc.data)
-		if decoderMissing(fs) {
+		if scannertest.DecoderMissing(fs) {
 			continue // xz, zstd: not in mlwarden-sbatch's build
 		}
 		if err != nil || len(fs) != 0 || len(c.errs) != 0 {
@@ -260,7 +261,7 @@ func Test7z(t *testing.T) {
 	}
 	data, _ := os.ReadFile(out)
 	c, fs, err := expand(t, Options{}, "a.7z", data)
-	if decoderMissing(fs) {
+	if scannertest.DecoderMissing(fs) {
 		t.Skip("7z is not in mlwarden-sbatch's build")
 	}
 	if err != nil || len(fs) != 0 || c.members["a.7z!cfg.env"] != "HF_TOKEN=placeholder\n" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/scannertest"
 )
 
 const fixtures = "../../fixtures/models"
@@ -32,7 +33,7 @@ func scanFile(t testing.TB, s *Scanner, path string) ([]scanners.Finding, bool) 
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	if decoderMissing(fs) {
+	if scannertest.DecoderMissing(fs) {
 		t.Skipf("%s: its decoder is not in mlwarden-sbatch's build", path)
 	}
 	return fs, true

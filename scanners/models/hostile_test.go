@@ -16,6 +16,7 @@ import (
 
 	"github.com/mlwarden/mlwarden/internal/hostile"
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/scannertest"
 )
 
 // scanHostile scans data named name with s and returns the findings and
@@ -27,7 +28,7 @@ func scanHostile(t *testing.T, s *Scanner, name string, data []byte) ([]scanners
 	if err != nil && !errors.Is(err, scanners.ErrIncomplete) {
 		t.Fatalf("%s: %v", name, err)
 	}
-	if decoderMissing(fs) {
+	if scannertest.DecoderMissing(fs) {
 		t.Skipf("%s: its decoder is not in mlwarden-sbatch's build", name)
 	}
 	return fs, err != nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/scannertest"
 )
 
 // joblibTestData is where Debian's python3-joblib installs joblib's own test
@@ -38,7 +39,7 @@ func TestJoblibReleasedFormats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if decoderMissing(fs) {
+		if scannertest.DecoderMissing(fs) {
 			missing++
 			continue // xz, zstd: not in mlwarden-sbatch's build
 		}

@@ -7,9 +7,12 @@ import (
 	"context"
 	"io/fs"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/mlwarden/mlwarden/internal/unpack"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -128,4 +131,14 @@ func findings(t testing.TB, res *scanners.Result) []scanners.Finding {
 		t.Errorf("scan error: %v", e)
 	}
 	return res.Findings
+}
+
+// DecoderMissing reports whether fs says a file was not opened because its
+// decoder is not in this build: mlwarden-sbatch's build (-tags
+// mlwarden_sbatch) opens no xz, zstd or 7z (internal/unpack), and a test
+// case that needs one skips there. Never true in the default build.
+func DecoderMissing(fs []scanners.Finding) bool {
+	return slices.ContainsFunc(fs, func(f scanners.Finding) bool {
+		return strings.Contains(f.Message+f.Evidence, unpack.ErrNotInBuild.Error())
+	})
 }

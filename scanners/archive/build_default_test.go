@@ -1,9 +1,0 @@
-//go:build !mlwarden_sbatch
-
-package archive
-
-import "github.com/mlwarden/mlwarden/scanners"
-
-// decoderMissing reports whether fs says a decoder is not in this build:
-// never in the default build (build_sbatch_test.go).
-func decoderMissing([]scanners.Finding) bool { return false }
