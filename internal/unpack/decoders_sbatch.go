@@ -9,7 +9,6 @@ import (
 
 // The sbatch hook's build: no xz, zstd or 7z decoder (decoders.go).
 
-
 // XZ fails: this build reads no xz stream.
 func XZ(io.Reader, int) (io.Reader, error) { return nil, ErrNotInBuild }
 
