@@ -2,6 +2,7 @@ package image
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -54,9 +55,12 @@ func TestImageBrokenLayers(t *testing.T) {
 			b[len(b)/2] ^= 0xff
 			os.WriteFile(file, b, 0o644)
 		}, "layer 3/4 sha256:"},
+		// Another layer's blob in its place: without the cache the diff ID
+		// check finds it (the blob digest is taken only where the cache
+		// needs it: TestImageLayoutBlobDigest).
 		{"digest mismatch", func(t *testing.T, file string, other []byte) {
 			os.WriteFile(file, other, 0o644)
-		}, "digest mismatch"},
+		}, "diff ID mismatch"},
 		{"missing", func(t *testing.T, file string, _ []byte) {
 			os.Remove(file)
 		}, "layer 3/4 sha256:"},
@@ -82,6 +86,93 @@ func TestImageBrokenLayers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A layout blob's own digest is checked where the layer's result may be
+// cached (the key holds it, and a hit trusts it without decompressing), and
+// not otherwise: there the diff ID pins every byte scanned, so a blob
+// gzipped anew over the same tar scans as the original, while other content
+// is a diff ID mismatch either way.
+func TestImageLayoutBlobDigest(t *testing.T) {
+	f := imgTestImage(t, runtime.GOARCH)
+	regzip := func(t *testing.T, file string) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&out, gzip.NoCompression)
+		zw.Comment = "gzipped anew"
+		zw.Write(tr)
+		zw.Close()
+		if bytes.Equal(out.Bytes(), b) {
+			t.Fatal("gzipped anew to the same bytes")
+		}
+		if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		cache  bool
+		break_ func(t *testing.T, file, other string)
+		want   string // "": no error
+	}{
+		{"regzipped, no cache", false, func(t *testing.T, file, _ string) { regzip(t, file) }, ""},
+		{"regzipped, cache", true, func(t *testing.T, file, _ string) { regzip(t, file) }, "digest mismatch"},
+		{"other layer, no cache", false, imgCopyFile, "diff ID mismatch"},
+		{"other layer, cache", true, imgCopyFile, "digest mismatch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := imgWriteOCI(t, f.img, nil)
+			want := imgFindingsAt(imgScanOK(t, dir), "/app/.env")
+			tc.break_(t, imgBlobPath(t, dir, f.img, 2), imgBlobPath(t, dir, f.img, 1))
+			o := Options{}
+			if tc.cache {
+				o = Options{RulesVersion: "test-1", CacheDir: t.TempDir()}
+			}
+			for run := range 2 { // the second run would replay a layer cached wrongly
+				res, _ := imgScan(t, SchemeOCI, dir, o)
+				switch {
+				case tc.want == "" && len(res.Errors) > 0:
+					t.Fatalf("run %d: errors: %s", run, imgDump(res))
+				case tc.want != "" && (len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, tc.want)):
+					t.Fatalf("run %d: want one error %q: %s", run, tc.want, imgDump(res))
+				case tc.want == "" && len(imgFindingsAt(res, "/app/.env")) != len(want):
+					t.Fatalf("run %d: findings differ from the original blob's:\n%s", run, imgDump(res))
+				}
+			}
+		})
+	}
+}
+
+// imgCopyFile writes the content of from over file.
+func imgCopyFile(t *testing.T, file, from string) {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// imgScanOK scans a layout without the cache and fails on any error.
+func imgScanOK(t *testing.T, dir string) *scanners.Result {
+	t.Helper()
+	res, _ := imgScan(t, SchemeOCI, dir, Options{})
+	if len(res.Errors) > 0 {
+		t.Fatalf("errors: %s", imgDump(res))
+	}
+	return res
 }
 
 func TestImageBounds(t *testing.T) {
