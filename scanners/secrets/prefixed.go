@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"regexp"
@@ -586,8 +587,10 @@ type prefixedDetector struct {
 	// lits are the rules' keywords and starts and rest's keywords; one
 	// pass over a fragment finds them all.
 	lits     *literal.Finder
-	starting []bool  // by literal: some rule starts with it
-	restKWs  []int32 // rest's keywords
+	ids      map[string]int32 // the literals' ids
+	litLen   []int32          // by literal: its length
+	starting []bool           // by literal: some rule starts with it
+	restKWs  []int32          // rest's keywords
 	// restAlways: a rule of rest runs on every fragment (it has no
 	// keyword, or one outside ASCII); restPaths are rest's rules that judge
 	// a file by its path alone, without keywords.
@@ -654,7 +657,11 @@ func newPrefixedDetector(full config.Config) fragmentDetector {
 	if len(d.rules) == 0 {
 		return all()
 	}
-	d.lits = literal.New(lits)
+	d.lits, d.ids = literal.New(lits), ids
+	d.litLen = make([]int32, len(lits))
+	for i, k := range lits {
+		d.litLen[i] = int32(len(k))
+	}
 	d.starting = make([]bool, len(lits))
 	for _, p := range d.rules {
 		p.startAt = make([]bool, len(lits))
@@ -668,6 +675,57 @@ func newPrefixedDetector(full config.Config) fragmentDetector {
 
 // DetectContext finds what gitleaks' plain detector over every rule finds.
 func (d *prefixedDetector) DetectContext(ctx context.Context, f engine.Fragment) []engine.Finding {
+	return d.detect(ctx, f, nil, false)
+}
+
+// detectHits is DetectContext for a fragment whose literals are already
+// found: hits are what find(f.Raw) returns (within does it for a part of
+// a text found whole).
+func (d *prefixedDetector) detectHits(ctx context.Context, f engine.Fragment, hits []litHit) []engine.Finding {
+	return d.detect(ctx, f, hits, true)
+}
+
+// find appends to out every place in raw where one of d's literals starts,
+// with its id, in the order of the places: one pass that serves the
+// windower (windows.go) and detectHits.
+func (d *prefixedDetector) find(raw string, out []litHit) []litHit {
+	d.lits.Each(raw, func(at int, id int32) { out = append(out, litHit{int32(at), id}) })
+	return out
+}
+
+// within returns the hits of find(raw) that lie wholly in raw[start:end],
+// at their places there, appended to out: what find(raw[start:end])
+// returns.
+func (d *prefixedDetector) within(hits []litHit, start, end int, out []litHit) []litHit {
+	i, _ := slices.BinarySearchFunc(hits, int32(start), func(h litHit, at int32) int { return cmp.Compare(h.at, at) })
+	for _, h := range hits[i:] {
+		if int(h.at) >= end {
+			break
+		}
+		if int(h.at)+int(d.litLen[h.id]) <= end {
+			out = append(out, litHit{h.at - int32(start), h.id})
+		}
+	}
+	return out
+}
+
+// idsOf returns, by literal id, which of d's literals are among lits
+// (lower case), and whether all of lits are.
+func (d *prefixedDetector) idsOf(lits []string) ([]bool, bool) {
+	out := make([]bool, len(d.litLen))
+	all := true
+	for _, k := range lits {
+		id, ok := d.ids[k]
+		if !ok {
+			all = false
+			continue
+		}
+		out[id] = true
+	}
+	return out, all
+}
+
+func (d *prefixedDetector) detect(ctx context.Context, f engine.Fragment, known []litHit, given bool) []engine.Finding {
 	if f.CommitInfo != nil || f.WindowsFilePath != "" || f.InheritedFromFinding || foldsOutsideASCII(f.Raw) {
 		return d.all().DetectContext(ctx, f)
 	}
@@ -676,12 +734,19 @@ func (d *prefixedDetector) DetectContext(ctx context.Context, f engine.Fragment)
 	}
 	seen := make([]bool, len(d.starting))
 	var hits []litHit
-	d.lits.Each(f.Raw, func(at int, id int32) {
+	hit := func(at int, id int32) {
 		seen[id] = true
 		if d.starting[id] {
 			hits = append(hits, litHit{int32(at), id})
 		}
-	})
+	}
+	if given {
+		for _, h := range known {
+			hit(int(h.at), h.id)
+		}
+	} else {
+		d.lits.Each(f.Raw, hit)
+	}
 	var out []engine.Finding
 	if d.restAlways || slices.ContainsFunc(d.restKWs, func(id int32) bool { return seen[id] }) ||
 		slices.ContainsFunc(d.restPaths, func(r config.Rule) bool { return r.Path.MatchString(f.FilePath) }) {

@@ -576,8 +576,23 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 	line := firstLine
 	windows := s.win != nil && !s.win.wholeFile(path)
 	var blocks *literal.Finder
+	// With the prefixed plain detector, one pass of its literals over a
+	// fragment makes the windows and serves every plain window: the
+	// windower's keyword pass, the block rules' and the detector's own
+	// were three passes over the same text, most of it in windows.
+	var pd *prefixedDetector
+	var kwIDs, blockIDs []bool
+	var all, part []litHit
 	if windows {
-		blocks = s.win.blockFinder(path)
+		if pd, _ = s.plain().(*prefixedDetector); pd != nil {
+			kwIDs = s.win.keywordIDs(pd)
+		}
+		if kwIDs == nil {
+			pd = nil
+			blocks = s.win.blockFinder(path)
+		} else {
+			blockIDs = s.win.blockKeywordIDs(path, pd)
+		}
 	}
 	for len(text) > 0 {
 		end, next := fragmentEnd(text)
@@ -586,13 +601,12 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 		raw := string(normalize(frag))
 		var det fragmentDetector
 		var wins []span
-		whole := true
+		whole, giveUp := true, false
 		if windows {
 			// The decoding detector only for the windows that hold a
 			// segment that may decode (windows.go); the plain one for the
 			// rest. A gate that gives up hands the fragment over whole.
 			var sites []int
-			giveUp := false
 			decodeSites(raw, func(at int) bool {
 				if at < 0 {
 					giveUp = true
@@ -605,7 +619,14 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 			if giveUp || len(sites) > 0 {
 				det = s.det
 			}
-			if !giveUp && (blocks == nil || blocks.Next(raw, 0) < 0) {
+			switch {
+			case giveUp:
+			case pd != nil:
+				all = pd.find(raw, all[:0])
+				if blockIDs == nil || !anyHit(all, blockIDs) {
+					wins, whole = s.win.windowsBy(raw, sites, nextKeyword(all, kwIDs))
+				}
+			case blocks == nil || blocks.Next(raw, 0) < 0:
 				wins, whole = s.win.windows(raw, sites)
 			}
 		} else {
@@ -619,12 +640,22 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 			if !whole && !w.dec {
 				d = s.plain()
 			}
-			out = append(out, d.DetectContext(ctx, engine.Fragment{
+			f := engine.Fragment{
 				Raw:       raw[w.start:w.end],
 				FilePath:  path,
 				CommitSHA: commit,
 				StartLine: line + w.line,
-			})...)
+			}
+			if pd != nil && !giveUp && d == fragmentDetector(pd) {
+				hits := all
+				if w.start > 0 || w.end < len(raw) {
+					part = pd.within(all, w.start, w.end, part[:0]) // never all's array
+					hits = part
+				}
+				out = append(out, pd.detectHits(ctx, f, hits)...)
+				continue
+			}
+			out = append(out, d.DetectContext(ctx, f)...)
 		}
 		line += bytes.Count(frag[:next], []byte{'\n'})
 	}

@@ -52,8 +52,17 @@ type windower struct {
 	// spansBlock): a fragment where one of them can run goes whole.
 	blocks []config.Rule
 
+	kws       []string // kw's literals
 	mu        sync.Mutex
 	blockKeys map[string]*literal.Finder // by the blocks a path lets run
+
+	// For a plain detector that finds every literal of the rules in one
+	// pass (prefixedDetector.find), whose hits then make the windows too:
+	// by its literal ids, the window keywords and the keywords of the block
+	// rules a path lets run (by the key of blockKeys).
+	hitsOf   *prefixedDetector
+	kwIDs    []bool
+	blockIDs map[string][]bool
 }
 
 // spansBlock reports whether re repeats a wide class that holds the line
@@ -93,8 +102,24 @@ func wideWithNewline(re *syntax.Regexp) bool {
 // blockFinder returns a finder of the keywords of the block rules that run
 // on path, or nil when none does.
 func (w *windower) blockFinder(path string) *literal.Finder {
+	key, kws := w.blockKeywords(path)
+	if key == "" {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.blockKeys[key]
+	if f == nil {
+		f = literal.New(kws)
+		w.blockKeys[key] = f
+	}
+	return f
+}
+
+// blockKeywords returns the keywords of the block rules that run on path,
+// and a key of those rules ("" when none does).
+func (w *windower) blockKeywords(path string) (key string, kws []string) {
 	var ids []string
-	var kws []string
 	for _, r := range w.blocks {
 		if r.Path == nil || r.Path.MatchString(path) {
 			ids = append(ids, r.RuleID)
@@ -104,17 +129,64 @@ func (w *windower) blockFinder(path string) *literal.Finder {
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return "", nil
 	}
-	key := strings.Join(ids, "\x00")
+	return strings.Join(ids, "\x00"), kws
+}
+
+// keywordIDs returns, by literal id of d, which of d's literals are window
+// keywords, or nil when some keyword is not among them (then the windows
+// come from the windower's own pass).
+func (w *windower) keywordIDs(d *prefixedDetector) []bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	f := w.blockKeys[key]
-	if f == nil {
-		f = literal.New(kws)
-		w.blockKeys[key] = f
+	if w.hitsOf == d {
+		return w.kwIDs
 	}
-	return f
+	ids, ok := d.idsOf(w.kws)
+	if !ok {
+		ids = nil
+	}
+	w.hitsOf, w.kwIDs, w.blockIDs = d, ids, map[string][]bool{}
+	return ids
+}
+
+// blockKeywordIDs is blockFinder for the hits of d (after keywordIDs
+// returned non-nil): by d's literal id, the keywords of the block rules
+// that run on path; nil when none does.
+func (w *windower) blockKeywordIDs(path string, d *prefixedDetector) []bool {
+	key, kws := w.blockKeywords(path)
+	if key == "" {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids, ok := w.blockIDs[key]
+	if !ok {
+		ids, _ = d.idsOf(kws) // keywords, so all among d's literals
+		w.blockIDs[key] = ids
+	}
+	return ids
+}
+
+// nextKeyword returns where the first window keyword at or after from
+// starts among hits (d's, in the order of places), for from that never
+// goes back: what the windower's own pass (kw.Next) returns.
+func nextKeyword(hits []litHit, kw []bool) func(from int) int {
+	i := 0
+	return func(from int) int {
+		for ; i < len(hits); i++ {
+			if h := hits[i]; int(h.at) >= from && kw[h.id] {
+				return int(h.at)
+			}
+		}
+		return -1
+	}
+}
+
+// anyHit reports whether a hit is one of ids.
+func anyHit(hits []litHit, ids []bool) bool {
+	return slices.ContainsFunc(hits, func(h litHit) bool { return ids[h.id] })
 }
 
 // wholeFile reports whether a path-only rule matches path.
@@ -152,7 +224,8 @@ func newWindower(rs *ruleSet) *windower {
 		return nil
 	}
 	sort.Strings(kws)
-	return &windower{kw: literal.New(slices.Compact(kws)), paths: paths, blocks: blocks, blockKeys: map[string]*literal.Finder{}}
+	kws = slices.Compact(kws)
+	return &windower{kw: literal.New(kws), kws: kws, paths: paths, blocks: blocks, blockKeys: map[string]*literal.Finder{}}
 }
 
 // span is a window: raw[start:end], whose first line is line lines after
@@ -193,6 +266,12 @@ func lineRange(raw string, pos int) (start, end int) {
 // matches that overlap a decoded segment, so a window without one needs
 // no decoding.
 func (w *windower) windows(raw string, sites []int) (out []span, whole bool) {
+	return w.windowsBy(raw, sites, func(from int) int { return w.kw.Next(raw, from) })
+}
+
+// windowsBy is windows with next finding where the first keyword at or
+// after from starts in raw.
+func (w *windower) windowsBy(raw string, sites []int, next func(from int) int) (out []span, whole bool) {
 	if strings.Contains(raw, "-----BEGIN") || strings.Contains(raw, "\u212a") || strings.Contains(raw, "\u0130") {
 		return nil, true
 	}
@@ -204,7 +283,7 @@ func (w *windower) windows(raw string, sites []int) (out []span, whole bool) {
 	// A hit inside the last window adds nothing: the search goes on from
 	// the window's end.
 	for from := 0; ; {
-		pos := w.kw.Next(raw, from)
+		pos := next(from)
 		if pos < 0 {
 			break
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -211,4 +212,57 @@ func asciiLowerForTest(s string) []byte {
 		}
 	}
 	return b
+}
+
+// The prefixed detector's one pass serves the windower and every window:
+// within(find(raw), s, e) is find(raw[s:e]), and nextKeyword over the hits
+// is the windower's own keyword pass, on text made of the rules' literals,
+// their halves and filler, with windows cut at random.
+func TestFindWithin(t *testing.T) {
+	s, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, ok := s.plain().(*prefixedDetector)
+	if !ok {
+		t.Fatal("the built-in rules' plain detector is not the prefixed one")
+	}
+	kwIDs := s.win.keywordIDs(pd)
+	if kwIDs == nil {
+		t.Fatal("a window keyword is not among the prefixed detector's literals")
+	}
+	lits := slices.Sorted(maps.Keys(pd.ids))
+	g := newFake(17)
+	var hits, parts []litHit
+	for range 2000 {
+		var b strings.Builder
+		for k := g.r.IntN(30); k >= 0; k-- {
+			switch lit := lits[g.r.IntN(len(lits))]; g.r.IntN(4) {
+			case 0:
+				b.WriteString(strings.ToUpper(lit))
+			case 1:
+				b.WriteString(lit[:len(lit)/2])
+			case 2:
+				b.WriteString(g.str(" \n_=abcdefghijklmnopqrstuvwxyzKEY", 1+g.r.IntN(8)))
+			default:
+				b.WriteString(lit)
+			}
+		}
+		raw := b.String()
+		hits = pd.find(raw, hits[:0])
+		for range 5 {
+			start := g.r.IntN(len(raw) + 1)
+			end := start + g.r.IntN(len(raw)-start+1)
+			parts = pd.within(hits, start, end, parts[:0])
+			if want := pd.find(raw[start:end], nil); !slices.Equal(parts, want) {
+				t.Fatalf("within(find(%q), %d, %d) = %v, find of the part %v", raw, start, end, parts, want)
+			}
+		}
+		next := nextKeyword(hits, kwIDs)
+		for from := 0; from <= len(raw); from += 1 + g.r.IntN(8) {
+			if got, want := next(from), s.win.kw.Next(raw, from); got != want {
+				t.Fatalf("nextKeyword(%q) from %d = %d, the windower's pass %d", raw, from, got, want)
+			}
+		}
+	}
 }
