@@ -62,37 +62,58 @@ func TestFinder(t *testing.T) {
 	}
 }
 
-// FuzzFinder compares Next with a plain search.
+// FuzzFinder compares Next and Each with a plain search, for a finder with
+// one-byte literals (the byte-by-byte loop), one with two-byte literals and
+// one with none shorter than three (the block loop, pairMask).
 func FuzzFinder(f *testing.F) {
-	for _, s := range []string{"", "key", "xKeY token", "s.x", "q", "aPi_KeY", "\xff\xfeey"} {
+	// Literals across the 64-byte blocks' edges and at the end.
+	long := strings.Repeat("x", 61) + "KEY" + strings.Repeat("y", 60) + "aPi_KeY" + strings.Repeat("z", 62) + "ab"
+	for _, s := range []string{"", "key", "xKeY token", "s.x", "q", "aPi_KeY", "\xff\xfeey", long, long[:126], long + "c"} {
 		f.Add(s, 0)
+		f.Add(s, 63)
 	}
 	lits := []string{"key", "token", "ey", "q", "api_key", "s.", "hvs.", "ab", "abc", "abd"}
-	fd := New(lits)
-	multi := lits[:3:3] // no one-byte literal: the pair loop
-	fm := New(append(multi, lits[4:]...))
-	multi = append(multi, lits[4:]...)
+	finders := []struct {
+		name string
+		lits []string
+	}{
+		{"with one-byte literals", lits},
+		{"with two-byte literals", []string{"key", "token", "ey", "api_key", "s.", "hvs.", "ab", "abc", "abd"}},
+		{"with none shorter than three", []string{"key", "token", "api_key", "hvs.", "abc", "abd"}},
+	}
+	fs := make([]*Finder, len(finders))
+	for i, c := range finders {
+		fs[i] = New(c.lits)
+	}
 	f.Fuzz(func(t *testing.T, s string, from int) {
 		if from < 0 || from > len(s) {
 			return
 		}
-		if got, want := fd.Next(s, from), naive(lits, s, from); got != want {
-			t.Fatalf("Next(%q, %d) = %d, want %d", s, from, got, want)
-		}
-		if got, want := fm.NextBytes([]byte(s), from), naive(multi, s, from); got != want {
-			t.Fatalf("NextBytes(%q, %d) without one-byte literals = %d, want %d", s, from, got, want)
-		}
-		got := map[[2]int]bool{}
-		fd.Each(s, func(at int, id int32) {
-			if naive(lits[id:id+1], s[at:], 0) != 0 {
-				t.Fatalf("Each reported %q at %d in %q", lits[id], at, s)
+		for i, c := range finders {
+			fd, lits := fs[i], c.lits
+			if got, want := fd.Next(s, from), naive(lits, s, from); got != want {
+				t.Fatalf("%s: Next(%q, %d) = %d, want %d", c.name, s, from, got, want)
 			}
-			got[[2]int{at, int(id)}] = true
-		})
-		for id, l := range lits {
-			for at := naive([]string{l}, s, 0); at >= 0; at = naive([]string{l}, s, at+1) {
-				if !got[[2]int{at, id}] {
-					t.Fatalf("Each missed %q at %d in %q", l, at, s)
+			if got, want := fd.NextBytes([]byte(s), from), naive(lits, s, from); got != want {
+				t.Fatalf("%s: NextBytes(%q, %d) = %d, want %d", c.name, s, from, got, want)
+			}
+			got := map[[2]int]bool{}
+			last := -1
+			fd.Each(s, func(at int, id int32) {
+				if naive(lits[id:id+1], s[at:], 0) != 0 {
+					t.Fatalf("%s: Each reported %q at %d in %q", c.name, lits[id], at, s)
+				}
+				if at < last {
+					t.Fatalf("%s: Each reported %d after %d in %q", c.name, at, last, s)
+				}
+				last = at
+				got[[2]int{at, int(id)}] = true
+			})
+			for id, l := range lits {
+				for at := naive([]string{l}, s, 0); at >= 0; at = naive([]string{l}, s, at+1) {
+					if !got[[2]int{at, id}] {
+						t.Fatalf("%s: Each missed %q at %d in %q", c.name, l, at, s)
+					}
 				}
 			}
 		}
@@ -102,7 +123,7 @@ func FuzzFinder(f *testing.F) {
 // BenchmarkNext is Next over Go source (this package's), with the secrets
 // check's kind of literals: words most text holds pairs of.
 func BenchmarkNext(b *testing.B) {
-	src, err := os.ReadFile("literal.go")
+	src, err := os.ReadFile("literal_test.go")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -112,5 +133,20 @@ func BenchmarkNext(b *testing.B) {
 	for b.Loop() {
 		for at := f.Next(text, 0); at >= 0; at = f.Next(text, at+1) {
 		}
+	}
+}
+
+// BenchmarkEach is Each over the text and literals of BenchmarkNext.
+func BenchmarkEach(b *testing.B) {
+	src, err := os.ReadFile("literal_test.go")
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := strings.Repeat(string(src), 64)
+	f := New([]string{"key", "token", "secret", "password", "api", "auth", "hf_", "ghp_", "sk-", "akia", "xox", "private", "bearer", "client", "access", "credential", "passwd", "pwd", "stratum", "xmrig", "-----begin"})
+	b.SetBytes(int64(len(text)))
+	n := 0
+	for b.Loop() {
+		f.Each(text, func(int, int32) { n++ })
 	}
 }
