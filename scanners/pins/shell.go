@@ -1198,11 +1198,16 @@ type Skipped struct {
 
 // lineStarts returns where each line of data starts.
 func lineStarts(data []byte) []int {
-	starts := []int{0}
-	for i, c := range data {
-		if c == '\n' {
-			starts = append(starts, i+1)
+	// By IndexByte, which skips long lines (a notebook's base64 outputs)
+	// many bytes at a time: a byte-by-byte loop was a fifth of the check's
+	// time on notebooks.
+	starts := make([]int, 1, bytes.Count(data, []byte{'\n'})+1)
+	for off := 0; ; {
+		i := bytes.IndexByte(data[off:], '\n')
+		if i < 0 {
+			return starts
 		}
+		off += i + 1
+		starts = append(starts, off)
 	}
-	return starts
 }

@@ -1,6 +1,10 @@
 package pins
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 func TestShell(t *testing.T) {
 	checkCases(t, []tcase{
@@ -71,5 +75,43 @@ func TestOtherLanguages(t *testing.T) {
 		{"go test quoting a job", "bench_test.go", "package pins\n\nvar job = `#!/bin/bash\n#SBATCH -N 1\npip install torch\n`\n", nil},
 		{"markdown with a job", "README.md", "Submit it:\n\n#SBATCH -N 1\npip install torch\n", nil},
 		{"Dockerfile variant", "Dockerfile.gpu", "FROM registry.example.test/cuda:12.4\n", []string{"image-not-digest@1"}},
+	})
+}
+
+// lineStartsNaive is lineStarts byte by byte, as it once was.
+func lineStartsNaive(data []byte) []int {
+	starts := []int{0}
+	for i, c := range data {
+		if c == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+func TestLineStarts(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+	}{
+		{"", []int{0}},
+		{"a", []int{0}},
+		{"\n", []int{0, 1}},
+		{"a\nb", []int{0, 2}},
+		{"a\n\n", []int{0, 2, 3}},
+		{strings.Repeat("x", 300) + "\ny\n", []int{0, 301, 303}},
+	} {
+		if got := lineStarts([]byte(tc.in)); !slices.Equal(got, tc.want) {
+			t.Errorf("lineStarts(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzLineStarts(f *testing.F) {
+	f.Add([]byte("a\n\nb\r\nc"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := lineStarts(b), lineStartsNaive(b); !slices.Equal(got, want) {
+			t.Fatalf("lineStarts(%q) = %v, want %v", b, got, want)
+		}
 	})
 }
