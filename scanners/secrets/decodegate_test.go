@@ -260,3 +260,76 @@ func FuzzMayDecodeRegexp(f *testing.F) {
 		}
 	})
 }
+
+// decodeSitesWalk is decodeSites' run search byte by byte, as it once was:
+// the oracle of the probing search.
+func decodeSitesWalk(raw string, site func(at int) bool) {
+	if escapesAt(raw, "U+", 4, site, true) {
+		return
+	}
+	if escapesAt(raw, "%", 2, site, false) || escapesAt(raw, `\u`, 4, site, false) || escapesAt(raw, `\U`, 4, site, false) {
+		return
+	}
+	n := len(raw)
+	for i := 0; i < n; i++ {
+		if !b64Set[raw[i]] {
+			continue
+		}
+		j := i + 1
+		for j < n && b64Set[raw[j]] {
+			j++
+		}
+		if j-i >= 16 && runDecodes(raw[i:j], raw[j:]) && !site(i) {
+			return
+		}
+		i = j
+	}
+}
+
+// sitesOf lists every site decode reports, with stop asking it to stop
+// after that many.
+func sitesOf(decode func(string, func(int) bool), raw string, stop int) []int {
+	var out []int
+	decode(raw, func(at int) bool {
+		out = append(out, at)
+		return len(out) != stop
+	})
+	return out
+}
+
+// decodeSiteCases are runs of 15, 16 and 17 bytes that decode, at the
+// start, the end, side by side and after short words.
+func decodeSiteCases() []string {
+	b64 := "YWJjZGVmZ2hpamtsbW5vcA"  // 22 bytes of base64 of text
+	hex := strings.Repeat("6162", 8) // 32 hex digits of text
+	var out []string
+	for _, run := range []string{b64[:15], b64[:16], b64[:17], b64, hex, hex[:31]} {
+		for _, pre := range []string{"", " ", "x = ", strings.Repeat("ab cd ", 7), strings.Repeat("w", 15) + " "} {
+			for _, post := range []string{"", " ", "==", "\n" + run, " " + strings.Repeat("z", 16)} {
+				out = append(out, pre+run+post)
+			}
+		}
+	}
+	return out
+}
+
+func TestDecodeSitesSame(t *testing.T) {
+	for _, raw := range decodeSiteCases() {
+		for _, stop := range []int{0, 1, 2} {
+			if got, want := sitesOf(decodeSites, raw, stop), sitesOf(decodeSitesWalk, raw, stop); !slices.Equal(got, want) {
+				t.Errorf("decodeSites(%q) stopping after %d = %v, the byte-by-byte search %v", raw, stop, got, want)
+			}
+		}
+	}
+}
+
+func FuzzDecodeSites(f *testing.F) {
+	for _, s := range decodeSiteCases()[:40] {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if got, want := sitesOf(decodeSites, raw, 0), sitesOf(decodeSitesWalk, raw, 0); !slices.Equal(got, want) {
+			t.Fatalf("decodeSites(%q) = %v, the byte-by-byte search %v", raw, got, want)
+		}
+	})
+}
