@@ -281,17 +281,28 @@ func (w *windower) windowsBy(raw string, sites []int, next func(from int) int) (
 	}
 	var ivs []iv // line-aligned byte ranges around each hit
 	// A hit inside the last window adds nothing: the search goes on from
-	// the window's end.
+	// the window's end. The keyword windows are disjoint, so what they
+	// cover is the sum of their lengths, which the windows of decode sites
+	// only add to: once it is most of raw, raw goes whole, and the rest of
+	// the search (most of a fragment dense with keywords) is not needed.
+	keywords := 0
 	for from := 0; ; {
 		pos := next(from)
 		if pos < 0 {
 			break
 		}
 		start, e := lineRange(raw, pos)
-		if len(ivs) > 0 && start <= ivs[len(ivs)-1].end {
-			ivs[len(ivs)-1].end = max(ivs[len(ivs)-1].end, e)
+		if last := len(ivs) - 1; last >= 0 && start <= ivs[last].end {
+			if e > ivs[last].end {
+				keywords += e - ivs[last].end
+				ivs[last].end = e
+			}
 		} else {
 			ivs = append(ivs, iv{start, e, false})
+			keywords += e - start
+		}
+		if keywords*10 >= len(raw)*6 {
+			return nil, true
 		}
 		from = ivs[len(ivs)-1].end
 	}
