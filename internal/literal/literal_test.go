@@ -120,31 +120,30 @@ func FuzzFinder(f *testing.F) {
 	})
 }
 
-// BenchmarkNext is Next over Go source (this package's), with the secrets
-// check's kind of literals: words most text holds pairs of.
-func BenchmarkNext(b *testing.B) {
+// benchInput is the text and finder of the benchmarks: Go source (this
+// package's tests), with the secrets check's kind of literals, words most
+// text holds pairs of; BenchmarkEach's text is dense with them (it holds
+// this list).
+func benchInput(b *testing.B) (string, *Finder) {
 	src, err := os.ReadFile("literal_test.go")
 	if err != nil {
 		b.Fatal(err)
 	}
 	text := strings.Repeat(string(src), 64)
-	f := New([]string{"key", "token", "secret", "password", "api", "auth", "hf_", "ghp_", "sk-", "akia", "xox", "private", "bearer", "client", "access", "credential", "passwd", "pwd", "stratum", "xmrig", "-----begin"})
 	b.SetBytes(int64(len(text)))
+	return text, New([]string{"key", "token", "secret", "password", "api", "auth", "hf_", "ghp_", "sk-", "akia", "xox", "private", "bearer", "client", "access", "credential", "passwd", "pwd", "stratum", "xmrig", "-----begin"})
+}
+
+func BenchmarkNext(b *testing.B) {
+	text, f := benchInput(b)
 	for b.Loop() {
 		for at := f.Next(text, 0); at >= 0; at = f.Next(text, at+1) {
 		}
 	}
 }
 
-// BenchmarkEach is Each over the text and literals of BenchmarkNext.
 func BenchmarkEach(b *testing.B) {
-	src, err := os.ReadFile("literal_test.go")
-	if err != nil {
-		b.Fatal(err)
-	}
-	text := strings.Repeat(string(src), 64)
-	f := New([]string{"key", "token", "secret", "password", "api", "auth", "hf_", "ghp_", "sk-", "akia", "xox", "private", "bearer", "client", "access", "credential", "passwd", "pwd", "stratum", "xmrig", "-----begin"})
-	b.SetBytes(int64(len(text)))
+	text, f := benchInput(b)
 	n := 0
 	for b.Loop() {
 		f.Each(text, func(int, int32) { n++ })

@@ -162,20 +162,7 @@ func TestKeywordFinder(t *testing.T) {
 		texts = append(texts, pos, strings.ToUpper(pos), c.neg(g))
 	}
 	for range 3000 {
-		var b strings.Builder
-		for k := g.r.IntN(12); k >= 0; k-- {
-			switch kw := kws[g.r.IntN(len(kws))]; g.r.IntN(4) {
-			case 0:
-				b.WriteString(strings.ToUpper(kw))
-			case 1:
-				b.WriteString(kw[:len(kw)/2])
-			case 2:
-				b.WriteString(g.str(" \n_=abcdefghijklmnopqrstuvwxyzKEY\xc4\xb0", 1+g.r.IntN(6)))
-			default:
-				b.WriteString(kw)
-			}
-		}
-		texts = append(texts, b.String())
+		texts = append(texts, literalText(g, kws, 12, 6, " \n_=abcdefghijklmnopqrstuvwxyzKEY\xc4\xb0"))
 	}
 	var hits int
 	for _, raw := range texts {
@@ -235,20 +222,7 @@ func TestFindWithin(t *testing.T) {
 	g := newFake(17)
 	var hits, parts []litHit
 	for range 2000 {
-		var b strings.Builder
-		for k := g.r.IntN(30); k >= 0; k-- {
-			switch lit := lits[g.r.IntN(len(lits))]; g.r.IntN(4) {
-			case 0:
-				b.WriteString(strings.ToUpper(lit))
-			case 1:
-				b.WriteString(lit[:len(lit)/2])
-			case 2:
-				b.WriteString(g.str(" \n_=abcdefghijklmnopqrstuvwxyzKEY", 1+g.r.IntN(8)))
-			default:
-				b.WriteString(lit)
-			}
-		}
-		raw := b.String()
+		raw := literalText(g, lits, 30, 8, " \n_=abcdefghijklmnopqrstuvwxyzKEY")
 		hits = pd.find(raw, hits[:0])
 		for range 5 {
 			start := g.r.IntN(len(raw) + 1)
@@ -265,4 +239,23 @@ func TestFindWithin(t *testing.T) {
 			}
 		}
 	}
+}
+
+// literalText is up to parts+1 pieces, each one of lits, in upper case, cut
+// in half, or up to filler bytes from alphabet.
+func literalText(g *fakeGen, lits []string, parts, filler int, alphabet string) string {
+	var b strings.Builder
+	for k := g.r.IntN(parts); k >= 0; k-- {
+		switch lit := lits[g.r.IntN(len(lits))]; g.r.IntN(4) {
+		case 0:
+			b.WriteString(strings.ToUpper(lit))
+		case 1:
+			b.WriteString(lit[:len(lit)/2])
+		case 2:
+			b.WriteString(g.str(alphabet, 1+g.r.IntN(filler)))
+		default:
+			b.WriteString(lit)
+		}
+	}
+	return b.String()
 }
