@@ -3,8 +3,12 @@
 //
 //	go run ./bench/imagelayout -out DIR [-tree 200] [-weights 400] [-seed 1]
 //	go run ./bench/imagelayout -decompress DIR
+//	go run ./bench/imagelayout -out DIR -from SRC   # one layer of SRC's files
 //
-// -compression zstd writes zstd layers instead.
+// -compression zstd writes zstd layers instead. -from writes, instead of the
+// generated image, one gzip layer of the files under SRC (as tar -C
+// dirname(SRC) basename(SRC) would): issue 21's real content, Debian's
+// Python packages, as an image.
 //
 // Layer 1 is an ML tree: about a third text (Python code, YAML and JSON
 // configs, training logs, notebooks with base64 PNG outputs) with 64 fake
@@ -61,9 +65,14 @@ func main() {
 	list := flag.String("blobs", "", "print the layer blob files of this layout's image, bottom first")
 	dir := flag.String("dir", "", "write the ML tree layer's files (the same as -out's, for -tree and -seed) to this directory, and the paths of the files with a planted credential to DIR.manifest")
 	comp := flag.String("compression", "gzip", "gzip or zstd")
+	from := flag.String("from", "", "with -out: one gzip layer of this directory's files instead of the generated image")
 	flag.Parse()
 	log.SetFlags(0)
 	switch {
+	case *out != "" && *from != "":
+		if err := buildFrom(*out, *from); err != nil {
+			log.Fatal(err)
+		}
 	case *out != "":
 		if err := build(*out, *tree, *weights, *seed, *comp); err != nil {
 			log.Fatal(err)
@@ -508,5 +517,96 @@ func gunzipAll(dir string) error {
 		el := time.Since(start)
 		fmt.Printf("%s gunzip of %d layers: %.0f MiB in %.2f s (%.0f MiB/s, one layer at a time)\n", impl, len(ps), float64(total)/(1<<20), el.Seconds(), float64(total)/(1<<20)/el.Seconds())
 	}
+	return nil
+}
+
+// buildFrom writes to out an image of one gzip layer holding the files under
+// src, named from src's base name down; symbolic links are kept as links,
+// other special files left out.
+func buildFrom(out, src string) error {
+	start := time.Now()
+	src = filepath.Clean(src)
+	work, err := os.MkdirTemp("", "imagelayout-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	p := filepath.Join(work, "layer.tar.gz")
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	zw, _ := gzip.NewWriterLevel(f, 6)
+	tw := tar.NewWriter(zw)
+	root := filepath.Dir(src)
+	err = filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() && !fi.IsDir() && fi.Mode()&os.ModeSymlink == 0 {
+			return nil
+		}
+		link := ""
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if link, err = os.Readlink(path); err != nil {
+				return err
+			}
+		}
+		h, err := tar.FileInfoHeader(fi, link)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		h.Name = filepath.ToSlash(rel)
+		if fi.IsDir() {
+			h.Name += "/"
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return nil
+		}
+		r, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		_, err = io.Copy(tw, r)
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("layer of %s: %w", src, err)
+	}
+	l, err := tarball.LayerFromFile(p)
+	if err != nil {
+		return err
+	}
+	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: l, History: v1.History{CreatedBy: "COPY " + filepath.Base(src) + " /" + filepath.Base(src)}})
+	if err != nil {
+		return err
+	}
+	lp, err := layout.Write(out, empty.Index)
+	if err != nil {
+		return err
+	}
+	if err := lp.AppendImage(img); err != nil {
+		return err
+	}
+	n, _ := l.Size()
+	log.Printf("wrote %s: 1 layer of %s, %.0f MiB gzip, in %s", out, src, float64(n)/(1<<20), time.Since(start).Round(time.Millisecond))
 	return nil
 }
