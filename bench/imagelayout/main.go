@@ -431,11 +431,7 @@ func build(out string, treeMiB, weightsMiB int, seed uint64, comp string) error 
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err
 	}
-	lp, err := layout.Write(out, empty.Index)
-	if err != nil {
-		return err
-	}
-	if err := lp.AppendImage(img); err != nil {
+	if err := writeLayout(out, img); err != nil {
 		return err
 	}
 	var csize int64
@@ -599,14 +595,19 @@ func buildFrom(out, src string) error {
 	if err != nil {
 		return err
 	}
-	lp, err := layout.Write(out, empty.Index)
-	if err != nil {
-		return err
-	}
-	if err := lp.AppendImage(img); err != nil {
+	if err := writeLayout(out, img); err != nil {
 		return err
 	}
 	n, _ := l.Size()
 	log.Printf("wrote %s: 1 layer of %s, %.0f MiB gzip, in %s", out, src, float64(n)/(1<<20), time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// writeLayout writes an OCI image layout at out holding img.
+func writeLayout(out string, img v1.Image) error {
+	lp, err := layout.Write(out, empty.Index)
+	if err != nil {
+		return err
+	}
+	return lp.AppendImage(img)
 }
