@@ -20,6 +20,7 @@ import (
 	"github.com/zricethezav/gitleaks/v8/report"
 
 	"github.com/mlwarden/mlwarden/scanners/secrets/internal/detector"
+	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 )
 
 // detectorPair is gitleaks' detector and package detector's (the sbatch
@@ -165,6 +166,42 @@ func TestDetectorSame(t *testing.T) {
 // stop words aimed at the match and the line, a rule without keywords, and
 // the config file's own path.
 func TestDetectorSameConfigs(t *testing.T) {
+	cfg, inputs := configCases(t)
+	for _, depth := range []int{0, 3} {
+		p := newDetectorPair(cfg, depth, false)
+		found := 0
+		for _, f := range inputs {
+			found += p.compare(t, f)
+		}
+		if found < 8 {
+			t.Errorf("depth %d: only %d findings: the comparison is not exercised", depth, found)
+		}
+	}
+}
+
+// TestPrefixedSameConfigs: the check's plain detector finds what gitleaks'
+// finds on the configs of TestDetectorSameConfigs — among them a composite
+// rule that requires a rule the plain detector could run itself (it must
+// not: the composite looks its required rules up in gitleaks' config).
+func TestPrefixedSameConfigs(t *testing.T) {
+	cfg, inputs := configCases(t)
+	fast, ref := newPrefixedDetector(cfg), keepAllowed(engine.NewDetector(cfg))
+	if _, ok := fast.(*prefixedDetector); !ok {
+		t.Fatalf("the plain detector is %T, not the prefixed one", fast)
+	}
+	found := 0
+	for _, f := range inputs {
+		found += comparePrefixed(t, fast, ref, f.FilePath, f.Raw)
+	}
+	if found < 8 {
+		t.Errorf("only %d findings: the comparison is not exercised", found)
+	}
+}
+
+// configCases returns the config of TestDetectorSameConfigs and its
+// inputs.
+func configCases(t *testing.T) (config.Config, []detector.Fragment) {
+	t.Helper()
 	g := newFake(62)
 	id, key := "AKIA"+strings.ToUpper(g.str(alnum, 16)), g.str(alnum, 40)
 	cfg, _, err := parseConfig([]byte(`
@@ -193,6 +230,17 @@ keywords = ["akia"]
 id = "aws-secret"
 withinLines = 0
 withinColumns = 5
+[[rules]]
+id = "tok"
+regex = '''\btok_[a-z0-9]{20}\b'''
+keywords = ["tok_"]
+[[rules]]
+id = "id-pair"
+regex = '''key\s*[:=]\s*"?([A-Za-z0-9/+]{40})'''
+keywords = ["key"]
+[[rules.required]]
+id = "aws-id"
+withinLines = 2
 [[rules]]
 id = "pem-file"
 path = '''\.pem$'''
@@ -242,18 +290,13 @@ paths = ['''\.lock$''']
 		{Raw: "id = " + id, FilePath: "Gemfile.lock"},
 		{Raw: "id = " + id, FilePath: "cfg/.gitleaks.toml"},
 		{Raw: "id = " + base64.StdEncoding.EncodeToString([]byte(id+" secret="+key)), FilePath: "a.env"},
+		{Raw: "id = " + id + "\napi_key: " + key + "\nt = tok_" + strings.ToLower(g.str(alnum, 20)) + "\n", FilePath: "b.env"},
+		{Raw: "id = " + id + "\n\n\napi_key: " + key + "\n", FilePath: "b.env"},
 	}
-	for _, depth := range []int{0, 3} {
-		p := newDetectorPair(cfg, depth, false)
-		found := 0
-		for _, f := range inputs {
-			f.StartLine = 3
-			found += p.compare(t, f)
-		}
-		if found < 8 {
-			t.Errorf("depth %d: only %d findings: the comparison is not exercised", depth, found)
-		}
+	for i := range inputs {
+		inputs[i].StartLine = 3
 	}
+	return cfg, inputs
 }
 
 // FuzzDetectorSame compares package detector with gitleaks' detector, the

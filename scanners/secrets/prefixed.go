@@ -625,9 +625,17 @@ func newPrefixedDetector(full config.Config) fragmentDetector {
 		lits = append(lits, k)
 		return ids[k]
 	}
+	// A composite rule (rest's) runs the rules it requires over the
+	// fragment itself, looking them up in rest's config: they stay there.
+	required := map[string]bool{}
+	for _, r := range full.Rules {
+		for _, q := range r.RequiredRules {
+			required[q.RuleID] = true
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(full.Rules)) { // gitleaks runs them in map order
 		r := full.Rules[id]
-		if p, ok := newPrefixedRule(r); ok {
+		if p, ok := newPrefixedRule(r); ok && !required[id] {
 			for _, k := range r.Keywords {
 				p.kws = append(p.kws, lit(k))
 			}
