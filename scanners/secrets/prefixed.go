@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/zricethezav/gitleaks/v8/config"
+	"github.com/zricethezav/gitleaks/v8/detect/codec"
 
 	"github.com/mlwarden/mlwarden/internal/literal"
 	"github.com/mlwarden/mlwarden/scanners/secrets/internal/detector"
@@ -596,8 +597,12 @@ type prefixedDetector struct {
 	// a file by its path alone, without keywords.
 	restAlways bool
 	restPaths  []config.Rule
-	global     []*config.Allowlist
-	path       string // the config file's path: gitleaks scans nothing there
+	// For the decoding passes (decoding.go): rest's rules that match text,
+	// and rest's detector with those passes, made on first use.
+	restText     []restRule
+	restDecoding func() *engine.Detector
+	global       []*config.Allowlist
+	path         string // the config file's path: gitleaks scans nothing there
 
 	mu      sync.Mutex
 	skipped map[string]bool // FilePath, CommitSHA: gitleaks scans nothing there (global allowlist)
@@ -654,6 +659,13 @@ func newPrefixedDetector(full config.Config) fragmentDetector {
 			}
 			d.restKWs = append(d.restKWs, lit(k))
 		}
+		if r.Regex != nil {
+			tr := restRule{path: r.Path}
+			for _, k := range r.Keywords {
+				tr.kws = append(tr.kws, lit(k))
+			}
+			d.restText = append(d.restText, tr)
+		}
 		if len(r.Keywords) == 0 {
 			if r.Regex == nil && r.Path != nil {
 				d.restPaths = append(d.restPaths, r)
@@ -678,6 +690,11 @@ func newPrefixedDetector(full config.Config) fragmentDetector {
 		}
 	}
 	d.rest = keepAllowed(engine.NewDetector(cfg))
+	d.restDecoding = sync.OnceValue(func() *engine.Detector {
+		x := keepAllowed(engine.NewDetector(cfg))
+		x.MaxDecodeDepth = decodeDepth
+		return x
+	})
 	return d
 }
 
@@ -734,12 +751,38 @@ func (d *prefixedDetector) idsOf(lits []string) ([]bool, bool) {
 }
 
 func (d *prefixedDetector) detect(ctx context.Context, f engine.Fragment, known []litHit, given bool) []engine.Finding {
-	if f.CommitInfo != nil || f.WindowsFilePath != "" || f.InheritedFromFinding || foldsOutsideASCII(f.Raw) {
+	if !d.plainText(f) {
 		return d.all().DetectContext(ctx, f)
 	}
-	if f.FilePath != "" && f.FilePath == d.path || d.skip(f) {
-		return nil // gitleaks scans nothing here
+	if d.scansNothing(f) {
+		return nil
 	}
+	out, found := d.plainFindings(ctx, f, known, given, d.rest)
+	if !found {
+		return out
+	}
+	return giveWay(out)
+}
+
+// plainText is whether f is text the prefixed rules run on themselves:
+// a file's, without the letters whose case folding gitleaks' keyword gate
+// and (?i) see differently (foldsOutsideASCII).
+func (d *prefixedDetector) plainText(f engine.Fragment) bool {
+	return f.CommitInfo == nil && f.WindowsFilePath == "" && !f.InheritedFromFinding && !foldsOutsideASCII(f.Raw)
+}
+
+// scansNothing is whether gitleaks scans nothing in f: its config file,
+// or a file or commit the global allowlist leaves out.
+func (d *prefixedDetector) scansNothing(f engine.Fragment) bool {
+	return f.FilePath != "" && f.FilePath == d.path || d.skip(f)
+}
+
+// plainFindings is the plain pass over f, with rest running the rules
+// that are not prefixed: f's literals are found here, or given (known,
+// what find(f.Raw) returns). The findings come before gitleaks' give-way
+// filter, which found says is needed (a prefixed rule found something:
+// rest's findings are filtered). A nil rest leaves those rules out.
+func (d *prefixedDetector) plainFindings(ctx context.Context, f engine.Fragment, known []litHit, given bool, rest fragmentDetector) (out []engine.Finding, found bool) {
 	seen := make([]bool, len(d.starting))
 	var hits []litHit
 	hit := func(at int, id int32) {
@@ -755,13 +798,11 @@ func (d *prefixedDetector) detect(ctx context.Context, f engine.Fragment, known 
 	} else {
 		d.lits.Each(f.Raw, hit)
 	}
-	var out []engine.Finding
-	if d.restAlways || slices.ContainsFunc(d.restKWs, func(id int32) bool { return seen[id] }) ||
-		slices.ContainsFunc(d.restPaths, func(r config.Rule) bool { return r.Path.MatchString(f.FilePath) }) {
-		out = d.rest.DetectContext(ctx, f)
+	if rest != nil && (d.restAlways || slices.ContainsFunc(d.restKWs, func(id int32) bool { return seen[id] }) ||
+		slices.ContainsFunc(d.restPaths, func(r config.Rule) bool { return r.Path.MatchString(f.FilePath) })) {
+		out = rest.DetectContext(ctx, f)
 	}
 	var newlines [][]int
-	found := false
 	for _, r := range d.rules {
 		if ctx.Err() != nil {
 			break
@@ -780,16 +821,13 @@ func (d *prefixedDetector) detect(ctx context.Context, f engine.Fragment, known 
 			newlines = detector.Newlines(f.Raw)
 		}
 		for _, m := range ms {
-			if g, ok := r.finding(f, d.global, newlines, m); ok {
+			if g, ok := r.finding(f, f.Raw, nil, d.global, newlines, m); ok {
 				out = append(out, g)
 				found = true
 			}
 		}
 	}
-	if !found {
-		return out
-	}
-	return giveWay(out)
+	return out, found
 }
 
 // skip is whether the global allowlist leaves f's file or commit out,
@@ -940,11 +978,26 @@ func asciiLowered(s string) string {
 	return string(b)
 }
 
-// finding is detectRule's finding for the match m of r in a plain
-// fragment, and whether the allowlists and the entropy bound keep it.
-func (r *prefixedRule) finding(f engine.Fragment, global []*config.Allowlist, newlines [][]int, m []int) (engine.Finding, bool) {
-	secret := strings.Trim(f.Raw[m[0]:m[1]], "\n")
-	m = []int{m[0], m[0] + len(secret)}
+// finding is detectRule's finding for the match m of r in raw, the text
+// of f as a decoding pass has it (f.Raw in the plain pass, where segs is
+// empty; else the segments that pass decoded), and whether the allowlists
+// and the entropy bound keep it; newlines are f.Raw's. In a decoding pass
+// only a match that overlaps a segment decoded in it is new (gitleaks
+// reports the others in the passes before).
+func (r *prefixedRule) finding(f engine.Fragment, raw string, segs []*codec.EncodedSegment, global []*config.Allowlist, newlines [][]int, m []int) (engine.Finding, bool) {
+	secret := strings.Trim(raw[m[0]:m[1]], "\n")
+	tags, line := r.rule.Tags, ""
+	if len(segs) > 0 {
+		over := codec.SegmentsWithDecodedOverlap(segs, m[0], m[1])
+		if len(over) == 0 {
+			return engine.Finding{}, false
+		}
+		m = codec.AdjustMatchIndex(over, m)
+		tags = slices.Concat(r.rule.Tags, codec.Tags(over)) // gitleaks appends to the rule's own slice
+		line = codec.CurrentLine(over, raw)
+	} else {
+		m = []int{m[0], m[0] + len(secret)}
+	}
 	loc := detector.Locate(newlines, f.Raw, m)
 	if m[1] > loc.EndLineIndex {
 		loc.EndLineIndex = m[1]
@@ -962,7 +1015,10 @@ func (r *prefixedRule) finding(f engine.Fragment, global []*config.Allowlist, ne
 		Secret:      secret,
 		File:        f.FilePath,
 		SymlinkFile: f.SymlinkFile,
-		Tags:        r.rule.Tags,
+		Tags:        tags,
+	}
+	if line == "" {
+		line = g.Line
 	}
 	var ok bool
 	if g.Secret, ok = detector.SecretOf(r.rule, g.Secret); !ok {
@@ -973,8 +1029,8 @@ func (r *prefixedRule) finding(f engine.Fragment, global []*config.Allowlist, ne
 	if r.rule.Entropy != 0 && e <= r.rule.Entropy {
 		return g, false
 	}
-	if detector.FindingAllowed(g.Secret, g.Match, g.Line, f.FilePath, "", f.CommitSHA, global) ||
-		detector.FindingAllowed(g.Secret, g.Match, g.Line, f.FilePath, "", f.CommitSHA, r.rule.Allowlists) {
+	if detector.FindingAllowed(g.Secret, g.Match, line, f.FilePath, "", f.CommitSHA, global) ||
+		detector.FindingAllowed(g.Secret, g.Match, line, f.FilePath, "", f.CommitSHA, r.rule.Allowlists) {
 		return g, false
 	}
 	return g, true

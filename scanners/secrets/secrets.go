@@ -623,12 +623,12 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 				det = s.det
 			}
 			switch {
-			case giveUp:
 			case pd != nil:
 				all = pd.find(raw, all[:0])
-				if blockIDs == nil || !anyHit(all, blockIDs) {
+				if !giveUp && (blockIDs == nil || !anyHit(all, blockIDs)) {
 					wins, whole = s.win.windowsBy(raw, sites, nextKeyword(all, kwIDs))
 				}
+			case giveUp:
 			case blocks == nil || blocks.Next(raw, 0) < 0:
 				wins, whole = s.win.windows(raw, sites)
 			}
@@ -649,13 +649,17 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 				CommitSHA: commit,
 				StartLine: line + w.line,
 			}
-			if pd != nil && !giveUp && d == fragmentDetector(pd) {
+			if pd != nil {
 				hits := all
 				if w.start > 0 || w.end < len(raw) {
 					part = pd.within(all, w.start, w.end, part[:0]) // never all's array
 					hits = part
 				}
-				out = append(out, pd.detectHits(ctx, f, hits)...)
+				if d == fragmentDetector(pd) {
+					out = append(out, pd.detectHits(ctx, f, hits)...)
+				} else {
+					out = append(out, pd.detectDecoding(ctx, f, hits, s.det)...) // decoding.go
+				}
 				continue
 			}
 			out = append(out, d.DetectContext(ctx, f)...)
