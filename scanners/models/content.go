@@ -210,7 +210,10 @@ func decompressor(f format, r *bufio.Reader, maxDict int64) (io.Reader, error) {
 	case fmtBzip2:
 		return bzip2.NewReader(r), nil
 	case fmtXz:
-		return unpack.XZ(r, int(min(maxDict, 1<<31)))
+		// The reader allocates its capacity or what a block header
+		// states, the larger: checkXz has held the headers to maxDict, so
+		// the least capacity, not maxDict (which every small file got).
+		return unpack.XZ(r, lzma.MinDictCap)
 	case fmtLzma:
 		h, err := r.Peek(13)
 		if err != nil {

@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mlwarden/mlwarden/internal/hostile"
+	"github.com/mlwarden/mlwarden/internal/unpack"
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/scannertest"
 )
@@ -272,6 +274,53 @@ func TestReal7z(t *testing.T) {
 		fs, incomplete := scanHostile(t, New(), "x.7z", data)
 		if incomplete || !has(fs, "models/pickle-dangerous-global", "posix.system") || has(fs, "models/unscannable", "") {
 			t.Errorf("7z %v: incomplete %v, %v", flags, incomplete, fs)
+		}
+	}
+}
+
+// TestXzDictionaryAsStated: an xz file's decoder allocates the dictionary
+// its block headers state (checkXz has held them to MaxDict), not
+// MaxDict: the limit handed to the xz reader as its capacity was a floor
+// there, 128 MiB for every small .xz file (Debian's Python packages hold
+// fifteen, which took a directory scan's peak RSS past 450 MB).
+func TestXzDictionaryAsStated(t *testing.T) {
+	data := hostile.XzDict(2) // an 8 KiB dictionary
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fs, incomplete := scanHostile(t, New(), "x.pkl.xz", data)
+	runtime.ReadMemStats(&after)
+	if incomplete || has(fs, "models/unscannable", "") {
+		t.Fatalf("the xz file was not scanned: %v", fs)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 8<<20 {
+		t.Errorf("scanning a %d-byte xz file with an 8 KiB dictionary allocated %d MiB", len(data), n>>20)
+	}
+}
+
+// TestPeelXzDictionary: an xz stream inside a pickle's bytes is peeled
+// with the dictionary its header states, and one that states more than
+// 8 MiB is not peeled (the decoder would allocate it at once: 3 GiB here).
+func TestPeelXzDictionary(t *testing.T) {
+	if _, err := unpack.XZ(bytes.NewReader(nil), 0); errors.Is(err, unpack.ErrNotInBuild) {
+		t.Skip("xz is not in mlwarden-sbatch's build")
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		ok   bool
+	}{
+		{"8 KiB dictionary", hostile.XzDict(2), true},
+		{"3 GiB dictionary", hostile.XzDict(39), false},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		kind, out, ok := peel(c.data)
+		runtime.ReadMemStats(&after)
+		if ok != c.ok || ok && (kind != "xz" || string(out) != "\x80\x02K\x01.") {
+			t.Errorf("%s: peel = %q, %q, %v; want the pickle out: %v", c.name, kind, out, ok, c.ok)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+			t.Errorf("%s: peeling allocated %d MiB", c.name, n>>20)
 		}
 	}
 }

@@ -54,7 +54,12 @@ func peel(data []byte) (string, []byte, bool) {
 	case bytes.HasPrefix(data, []byte("BZh")) && data[3] >= '1' && data[3] <= '9':
 		return "bzip2", readPeeled(bzip2.NewReader(bytes.NewReader(data))), true
 	case bytes.HasPrefix(data, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
-		if r, err := unpack.XZ(bytes.NewReader(data), 8<<20); err == nil {
+		// The reader allocates what a block header states (up to 4 GiB):
+		// the headers are held to 8 MiB first, like the lzma case's.
+		if checkXz(bytes.NewReader(data), int64(len(data)), 8<<20) != nil {
+			break
+		}
+		if r, err := unpack.XZ(bytes.NewReader(data), lzma.MinDictCap); err == nil {
 			return "xz", readPeeled(r), true
 		}
 	case isLzmaAlone(data) && data[1]|data[2]|data[3]|data[4] != 0 && int64(uint32(data[1])|uint32(data[2])<<8|uint32(data[3])<<16|uint32(data[4])<<24) <= 8<<20:
