@@ -60,12 +60,15 @@ type decodedPass struct {
 
 // detectDecoding finds what full, gitleaks' detector over every rule with
 // decodeDepth decoding passes, finds in f, whose literals are known
-// (what find(f.Raw) returns).
-func (d *prefixedDetector) detectDecoding(ctx context.Context, f engine.Fragment, known []litHit, full fragmentDetector) []engine.Finding {
+// (what find(f.Raw) returns); pf is facts(f), or nil.
+func (d *prefixedDetector) detectDecoding(ctx context.Context, f engine.Fragment, known []litHit, pf *pathFacts, full fragmentDetector) []engine.Finding {
 	if !d.plainText(f) {
 		return full.DetectContext(ctx, f)
 	}
-	if d.scansNothing(f) {
+	if pf == nil {
+		pf = d.facts(f)
+	}
+	if d.scansNothing(f, pf) {
 		return nil
 	}
 	var passes []decodedPass
@@ -89,10 +92,10 @@ func (d *prefixedDetector) detectDecoding(ctx context.Context, f engine.Fragment
 	if restDecodes {
 		out, rest = d.restDecoding().DetectContext(ctx, f), nil
 	}
-	plain, _ := d.plainFindings(ctx, f, known, true, rest)
+	plain, _ := d.plainFindings(ctx, f, pf, known, true, rest)
 	out = append(out, plain...)
 	for _, p := range passes {
-		out = d.decodedFindings(ctx, f, p, out)
+		out = d.decodedFindings(ctx, f, pf, p, out)
 	}
 	return giveWay(out)
 }
@@ -122,9 +125,9 @@ func (d *prefixedDetector) restRunsOn(f engine.Fragment, hits []litHit) bool {
 }
 
 // decodedFindings appends to out the prefixed rules' findings in one
-// decoding pass over f: detectRule's over the pass's text, for the rules
-// whose keywords it holds.
-func (d *prefixedDetector) decodedFindings(ctx context.Context, f engine.Fragment, p decodedPass, out []engine.Finding) []engine.Finding {
+// decoding pass over f (whose pathFacts are pf): detectRule's over the
+// pass's text, for the rules whose keywords it holds.
+func (d *prefixedDetector) decodedFindings(ctx context.Context, f engine.Fragment, pf *pathFacts, p decodedPass, out []engine.Finding) []engine.Finding {
 	seen := make([]bool, len(d.starting))
 	var starts []litHit
 	for _, h := range p.hits {
@@ -134,14 +137,14 @@ func (d *prefixedDetector) decodedFindings(ctx context.Context, f engine.Fragmen
 		}
 	}
 	var newlines [][]int
-	for _, r := range d.rules {
+	for i, r := range d.rules {
 		if ctx.Err() != nil {
 			break
 		}
 		if len(r.kws) > 0 && !slices.ContainsFunc(r.kws, func(id int32) bool { return seen[id] }) {
 			continue
 		}
-		if detector.PathOrCommitAllowed(f.FilePath, "", f.CommitSHA, r.rule.Allowlists) {
+		if pf.ruleAllowed(i) {
 			continue
 		}
 		for _, m := range r.findAllAt(p.raw, starts) {

@@ -604,8 +604,8 @@ type prefixedDetector struct {
 	global       []*config.Allowlist
 	path         string // the config file's path: gitleaks scans nothing there
 
-	mu      sync.Mutex
-	skipped map[string]bool // FilePath, CommitSHA: gitleaks scans nothing there (global allowlist)
+	mu    sync.Mutex
+	known map[string]*pathFacts // by FilePath, CommitSHA
 	// globalPaths holds the global allowlists' path patterns with the
 	// literals they need.
 	globalPaths func() pathGates
@@ -617,7 +617,7 @@ func newPrefixedDetector(full config.Config) fragmentDetector {
 	all := sync.OnceValue(func() *engine.Detector { return keepAllowed(engine.NewDetector(full)) })
 	cfg := full
 	cfg.Rules, cfg.Keywords, cfg.OrderedRules = map[string]config.Rule{}, map[string]struct{}{}, nil
-	d := &prefixedDetector{all: all, global: full.Allowlists, path: full.Path, skipped: map[string]bool{}}
+	d := &prefixedDetector{all: all, global: full.Allowlists, path: full.Path, known: map[string]*pathFacts{}}
 	d.globalPaths = sync.OnceValue(func() pathGates { return newPathGates(full.Allowlists) })
 	ids := map[string]int32{}
 	var lits []string
@@ -700,14 +700,14 @@ func newPrefixedDetector(full config.Config) fragmentDetector {
 
 // DetectContext finds what gitleaks' plain detector over every rule finds.
 func (d *prefixedDetector) DetectContext(ctx context.Context, f engine.Fragment) []engine.Finding {
-	return d.detect(ctx, f, nil, false)
+	return d.detect(ctx, f, nil, nil, false)
 }
 
 // detectHits is DetectContext for a fragment whose literals are already
 // found: hits are what find(f.Raw) returns (within does it for a part of
-// a text found whole).
-func (d *prefixedDetector) detectHits(ctx context.Context, f engine.Fragment, hits []litHit) []engine.Finding {
-	return d.detect(ctx, f, hits, true)
+// a text found whole); pf is facts(f), or nil.
+func (d *prefixedDetector) detectHits(ctx context.Context, f engine.Fragment, hits []litHit, pf *pathFacts) []engine.Finding {
+	return d.detect(ctx, f, pf, hits, true)
 }
 
 // find appends to out every place in raw where one of d's literals starts,
@@ -750,14 +750,17 @@ func (d *prefixedDetector) idsOf(lits []string) ([]bool, bool) {
 	return out, all
 }
 
-func (d *prefixedDetector) detect(ctx context.Context, f engine.Fragment, known []litHit, given bool) []engine.Finding {
+func (d *prefixedDetector) detect(ctx context.Context, f engine.Fragment, pf *pathFacts, known []litHit, given bool) []engine.Finding {
 	if !d.plainText(f) {
 		return d.all().DetectContext(ctx, f)
 	}
-	if d.scansNothing(f) {
+	if pf == nil {
+		pf = d.facts(f)
+	}
+	if d.scansNothing(f, pf) {
 		return nil
 	}
-	out, found := d.plainFindings(ctx, f, known, given, d.rest)
+	out, found := d.plainFindings(ctx, f, pf, known, given, d.rest)
 	if !found {
 		return out
 	}
@@ -771,10 +774,11 @@ func (d *prefixedDetector) plainText(f engine.Fragment) bool {
 	return f.CommitInfo == nil && f.WindowsFilePath == "" && !f.InheritedFromFinding && !foldsOutsideASCII(f.Raw)
 }
 
-// scansNothing is whether gitleaks scans nothing in f: its config file,
-// or a file or commit the global allowlist leaves out.
-func (d *prefixedDetector) scansNothing(f engine.Fragment) bool {
-	return f.FilePath != "" && f.FilePath == d.path || d.skip(f)
+// scansNothing is whether gitleaks scans nothing in f, whose pathFacts
+// are pf: its config file, or a file or commit the global allowlist leaves
+// out.
+func (d *prefixedDetector) scansNothing(f engine.Fragment, pf *pathFacts) bool {
+	return f.FilePath != "" && f.FilePath == d.path || pf.skip
 }
 
 // plainFindings is the plain pass over f, with rest running the rules
@@ -782,7 +786,7 @@ func (d *prefixedDetector) scansNothing(f engine.Fragment) bool {
 // what find(f.Raw) returns). The findings come before gitleaks' give-way
 // filter, which found says is needed (a prefixed rule found something:
 // rest's findings are filtered). A nil rest leaves those rules out.
-func (d *prefixedDetector) plainFindings(ctx context.Context, f engine.Fragment, known []litHit, given bool, rest fragmentDetector) (out []engine.Finding, found bool) {
+func (d *prefixedDetector) plainFindings(ctx context.Context, f engine.Fragment, pf *pathFacts, known []litHit, given bool, rest fragmentDetector) (out []engine.Finding, found bool) {
 	seen := make([]bool, len(d.starting))
 	var hits []litHit
 	hit := func(at int, id int32) {
@@ -798,19 +802,18 @@ func (d *prefixedDetector) plainFindings(ctx context.Context, f engine.Fragment,
 	} else {
 		d.lits.Each(f.Raw, hit)
 	}
-	if rest != nil && (d.restAlways || slices.ContainsFunc(d.restKWs, func(id int32) bool { return seen[id] }) ||
-		slices.ContainsFunc(d.restPaths, func(r config.Rule) bool { return r.Path.MatchString(f.FilePath) })) {
+	if rest != nil && (d.restAlways || pf.restPath || slices.ContainsFunc(d.restKWs, func(id int32) bool { return seen[id] })) {
 		out = rest.DetectContext(ctx, f)
 	}
 	var newlines [][]int
-	for _, r := range d.rules {
+	for i, r := range d.rules {
 		if ctx.Err() != nil {
 			break
 		}
 		if len(r.kws) > 0 && !slices.ContainsFunc(r.kws, func(id int32) bool { return seen[id] }) {
 			continue
 		}
-		if detector.PathOrCommitAllowed(f.FilePath, "", f.CommitSHA, r.rule.Allowlists) {
+		if pf.ruleAllowed(i) {
 			continue
 		}
 		ms := r.findAllAt(f.Raw, hits)
@@ -830,26 +833,51 @@ func (d *prefixedDetector) plainFindings(ctx context.Context, f engine.Fragment,
 	return out, found
 }
 
-// skip is whether the global allowlist leaves f's file or commit out,
-// remembered by file and commit (a file is many fragments): a few hundred
-// path patterns each time were a tenth of the check's time.
-func (d *prefixedDetector) skip(f engine.Fragment) bool {
+// pathFacts is what paths decide for one file (and commit): the same for
+// each of its fragments and windows, so remembered (facts). Running the
+// path patterns for each was a tenth of the check's time (the global
+// allowlist's few hundred), and then ≈ 7 % on Debian's Python packages
+// (the path-only rules' and the rules' own allowlists').
+type pathFacts struct {
+	skip     bool   // the global allowlist leaves the file or commit out
+	restPath bool   // one of rest's path-only rules matches the file
+	allowed  []bool // by rule of d.rules (nil: none): its allowlists leave it out
+}
+
+// facts returns f's pathFacts, remembered by file and commit; only
+// FilePath and CommitSHA are read.
+func (d *prefixedDetector) facts(f engine.Fragment) *pathFacts {
 	key := f.FilePath + "\x00" + f.CommitSHA
 	d.mu.Lock()
-	v, ok := d.skipped[key]
+	v, ok := d.known[key]
 	d.mu.Unlock()
 	if ok {
 		return v
 	}
-	v = detector.PathOrCommitAllowedBy(f.FilePath, "", f.CommitSHA, d.global, d.globalPaths().allowed(d.global))
-	d.mu.Lock()
-	if len(d.skipped) >= 4096 {
-		clear(d.skipped)
+	v = &pathFacts{
+		skip:     detector.PathOrCommitAllowedBy(f.FilePath, "", f.CommitSHA, d.global, d.globalPaths().allowed(d.global)),
+		restPath: slices.ContainsFunc(d.restPaths, func(r config.Rule) bool { return r.Path.MatchString(f.FilePath) }),
 	}
-	d.skipped[key] = v
+	for i, r := range d.rules {
+		if len(r.rule.Allowlists) > 0 && detector.PathOrCommitAllowed(f.FilePath, "", f.CommitSHA, r.rule.Allowlists) {
+			if v.allowed == nil {
+				v.allowed = make([]bool, len(d.rules))
+			}
+			v.allowed[i] = true
+		}
+	}
+	d.mu.Lock()
+	if len(d.known) >= 4096 {
+		clear(d.known)
+	}
+	d.known[key] = v
 	d.mu.Unlock()
 	return v
 }
+
+// ruleAllowed is whether rule i's allowlists leave out the file (and
+// commit) pf is about.
+func (pf *pathFacts) ruleAllowed(i int) bool { return pf.allowed != nil && pf.allowed[i] }
 
 // pathGates run an allowlist's path patterns one by one, each a small
 // program and most ruled out by their literals, instead of gitleaks' one
@@ -953,20 +981,32 @@ func (g pathGates) allowed(allowlists []*config.Allowlist) func(i int, p string)
 		}
 		var lower string
 		for _, x := range g[i] {
-			if x.known {
-				if lower == "" {
-					lower = strings.ToLower(p)
-				}
-				if !present(x.needs, p, lower) {
-					continue
-				}
-			}
-			if x.re.MatchString(p) {
+			if x.matches(p, &lower) {
 				return true
 			}
 		}
 		return false
 	}
+}
+
+// newPathGate returns the gate of one path pattern.
+func newPathGate(re *regexp.Regexp) pathGate {
+	ns, ok := needs(re.String())
+	return pathGate{re: re, needs: ns, known: ok}
+}
+
+// matches is whether x's pattern matches p; lower is p lower-cased, or ""
+// until a gate needs it.
+func (x pathGate) matches(p string, lower *string) bool {
+	if x.known {
+		if *lower == "" {
+			*lower = strings.ToLower(p)
+		}
+		if !present(x.needs, p, *lower) {
+			return false
+		}
+	}
+	return x.re.MatchString(p)
 }
 
 // asciiLowered lower-cases the ASCII letters of s.

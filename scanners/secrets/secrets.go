@@ -586,6 +586,7 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 	var pd *prefixedDetector
 	var kwIDs, blockIDs []bool
 	var all, part []litHit
+	var pf *pathFacts
 	if windows {
 		if pd, _ = s.plain().(*prefixedDetector); pd != nil {
 			kwIDs = s.win.keywordIDs(pd)
@@ -655,10 +656,13 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 					part = pd.within(all, w.start, w.end, part[:0]) // never all's array
 					hits = part
 				}
+				if pf == nil {
+					pf = pd.facts(f) // one file's
+				}
 				if d == fragmentDetector(pd) {
-					out = append(out, pd.detectHits(ctx, f, hits)...)
+					out = append(out, pd.detectHits(ctx, f, hits, pf)...)
 				} else {
-					out = append(out, pd.detectDecoding(ctx, f, hits, s.det)...) // decoding.go
+					out = append(out, pd.detectDecoding(ctx, f, hits, pf, s.det)...) // decoding.go
 				}
 				continue
 			}

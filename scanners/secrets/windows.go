@@ -47,7 +47,8 @@ type windower struct {
 	// paths are the rules that judge a file by its path alone (pkcs12-file):
 	// gitleaks reports them once per fragment, so a file they match is
 	// handed over in whole fragments.
-	paths []config.Rule
+	paths     []config.Rule
+	pathGates []pathGate // paths' patterns, behind the literals they need
 	// blocks are the rules whose matches span blocks of lines (see
 	// spansBlock): a fragment where one of them can run goes whole.
 	blocks []config.Rule
@@ -191,8 +192,9 @@ func anyHit(hits []litHit, ids []bool) bool {
 
 // wholeFile reports whether a path-only rule matches path.
 func (w *windower) wholeFile(path string) bool {
-	for _, r := range w.paths {
-		if r.Path.MatchString(path) {
+	var lower string
+	for _, g := range w.pathGates {
+		if g.matches(path, &lower) {
 			return true
 		}
 	}
@@ -225,7 +227,11 @@ func newWindower(rs *ruleSet) *windower {
 	}
 	sort.Strings(kws)
 	kws = slices.Compact(kws)
-	return &windower{kw: literal.New(kws), kws: kws, paths: paths, blocks: blocks, blockKeys: map[string]*literal.Finder{}}
+	w := &windower{kw: literal.New(kws), kws: kws, paths: paths, blocks: blocks, blockKeys: map[string]*literal.Finder{}}
+	for _, r := range paths {
+		w.pathGates = append(w.pathGates, newPathGate(r.Path))
+	}
+	return w
 }
 
 // span is a window: raw[start:end], whose first line is line lines after
