@@ -182,7 +182,9 @@ func TestDetectorSameConfigs(t *testing.T) {
 // TestPrefixedSameConfigs: the check's plain detector finds what gitleaks'
 // finds on the configs of TestDetectorSameConfigs — among them a composite
 // rule that requires a rule the plain detector could run itself (it must
-// not: the composite looks its required rules up in gitleaks' config).
+// not: the composite looks its required rules up in gitleaks' config), and
+// a global allowlist of paths, regexes and stop words over a rule gitleaks
+// runs for it (whose copy of the allowlists has no paths: contentAllowlists).
 func TestPrefixedSameConfigs(t *testing.T) {
 	cfg, inputs := configCases(t)
 	fast, ref := newPrefixedDetector(cfg), keepAllowed(engine.NewDetector(cfg))
@@ -267,6 +269,10 @@ commits = ["abc123"]
 paths = ['''^legacy/''']
 [[allowlists]]
 paths = ['''\.lock$''']
+[[allowlists]]
+paths = ['''^vendor/''']
+regexes = ['''^fakefake''']
+stopwords = ["sample"]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -288,6 +294,8 @@ paths = ['''\.lock$''']
 		{Raw: "id = " + id, FilePath: "legacy/a.env", CommitSHA: "abc123"},
 		{Raw: "id = " + id, FilePath: "legacy/a.env", CommitSHA: "def456"},
 		{Raw: "id = " + id, FilePath: "Gemfile.lock"},
+		{Raw: "fakefakeabcd1234 samplexyzabc9999 realrealabcd5678", FilePath: "src/x.md"},
+		{Raw: "fakefakeabcd1234 samplexyzabc9999 realrealabcd5678", FilePath: "vendor/x.md"},
 		{Raw: "id = " + id, FilePath: "cfg/.gitleaks.toml"},
 		{Raw: "id = " + base64.StdEncoding.EncodeToString([]byte(id+" secret="+key)), FilePath: "a.env"},
 		{Raw: "id = " + id + "\napi_key: " + key + "\nt = tok_" + strings.ToLower(g.str(alnum, 20)) + "\n", FilePath: "b.env"},
