@@ -71,21 +71,9 @@ func (d *prefixedDetector) detectDecoding(ctx context.Context, f engine.Fragment
 	if d.scansNothing(f, pf) {
 		return nil
 	}
-	var passes []decodedPass
-	restDecodes := false
-	dec := codec.NewDecoder()
-	raw, segs := f.Raw, []*codec.EncodedSegment{}
-	for depth := 1; depth <= decodeDepth && ctx.Err() == nil; depth++ {
-		raw, segs = dec.Decode(raw, segs)
-		if len(segs) == 0 {
-			break
-		}
-		if foldsOutsideASCII(raw) {
-			return full.DetectContext(ctx, f)
-		}
-		p := decodedPass{raw: raw, segs: segs, hits: d.find(raw, nil)}
-		restDecodes = restDecodes || d.restRunsOn(f, p.hits)
-		passes = append(passes, p)
+	passes, restDecodes, ok := d.decodePasses(ctx, f)
+	if !ok {
+		return full.DetectContext(ctx, f)
 	}
 	var out []engine.Finding
 	var rest fragmentDetector = d.rest
@@ -98,6 +86,61 @@ func (d *prefixedDetector) detectDecoding(ctx context.Context, f engine.Fragment
 		out = d.decodedFindings(ctx, f, pf, p, out)
 	}
 	return giveWay(out)
+}
+
+// decodePasses decodes f as gitleaks' decoding passes do, and reports
+// whether one of rest's rules would run in one of them; false when the
+// decoded text holds a letter that folds outside ASCII (then gitleaks'
+// detector over every rule must run).
+func (d *prefixedDetector) decodePasses(ctx context.Context, f engine.Fragment) (passes []decodedPass, restDecodes, ok bool) {
+	dec := codec.NewDecoder()
+	raw, segs := f.Raw, []*codec.EncodedSegment{}
+	for depth := 1; depth <= decodeDepth && ctx.Err() == nil; depth++ {
+		raw, segs = dec.Decode(raw, segs)
+		if len(segs) == 0 {
+			break
+		}
+		if foldsOutsideASCII(raw) {
+			return nil, false, false
+		}
+		p := decodedPass{raw: raw, segs: segs, hits: d.find(raw, nil)}
+		restDecodes = restDecodes || d.restRunsOn(f, p.hits)
+		passes = append(passes, p)
+	}
+	return passes, restDecodes, true
+}
+
+// detectDecodingIn is detectDecoding for a fragment whose segments that
+// may decode all lie in wins, their decode windows (windows.go): the plain
+// pass over all of f, the decoding passes over each window alone — a
+// fragment goes whole when its keyword windows cover most of it, and
+// gitleaks' codec over all of it was the decoding passes' largest cost.
+// Where one of rest's rules would run in a decoding pass, f goes to
+// detectDecoding whole.
+func (d *prefixedDetector) detectDecodingIn(ctx context.Context, f engine.Fragment, known []litHit, pf *pathFacts, wins []span, full fragmentDetector) []engine.Finding {
+	if !d.plainText(f) {
+		return full.DetectContext(ctx, f)
+	}
+	if pf == nil {
+		pf = d.facts(f)
+	}
+	if d.scansNothing(f, pf) {
+		return nil
+	}
+	var out []engine.Finding
+	for _, w := range wins {
+		wf := f
+		wf.Raw, wf.StartLine = f.Raw[w.start:w.end], f.StartLine+w.line
+		passes, restDecodes, ok := d.decodePasses(ctx, wf)
+		if !ok || restDecodes {
+			return d.detectDecoding(ctx, f, known, pf, full)
+		}
+		for _, p := range passes {
+			out = d.decodedFindings(ctx, wf, pf, p, out)
+		}
+	}
+	plain, _ := d.plainFindings(ctx, f, pf, known, true, d.rest)
+	return giveWay(append(out, plain...))
 }
 
 // restRunsOn reports whether one of rest's rules would run on text whose

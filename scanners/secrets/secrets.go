@@ -604,7 +604,7 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 		text = text[next:]
 		raw := string(normalize(frag))
 		var det fragmentDetector
-		var wins []span
+		var wins, decWins []span
 		whole, giveUp := true, false
 		if windows {
 			// The decoding detector only for the windows that hold a
@@ -628,6 +628,13 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 				all = pd.find(raw, all[:0])
 				if !giveUp && (blockIDs == nil || !anyHit(all, blockIDs)) {
 					wins, whole = s.win.windowsBy(raw, sites, nextKeyword(all, kwIDs))
+					if whole && len(sites) > 0 {
+						// Whole for its keywords: the decoding passes
+						// may still keep to the sites' windows.
+						if dw, dwhole := s.win.windowsBy(raw, sites, noKeyword); !dwhole {
+							decWins = dw
+						}
+					}
 				}
 			case giveUp:
 			case blocks == nil || blocks.Next(raw, 0) < 0:
@@ -659,9 +666,12 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 				if pf == nil {
 					pf = pd.facts(f) // one file's
 				}
-				if d == fragmentDetector(pd) {
+				switch {
+				case d == fragmentDetector(pd):
 					out = append(out, pd.detectHits(ctx, f, hits, pf)...)
-				} else {
+				case decWins != nil:
+					out = append(out, pd.detectDecodingIn(ctx, f, hits, pf, decWins, s.det)...) // decoding.go
+				default:
 					out = append(out, pd.detectDecoding(ctx, f, hits, pf, s.det)...) // decoding.go
 				}
 				continue

@@ -344,3 +344,7 @@ func (w *windower) windowsBy(raw string, sites []int, next func(from int) int) (
 	}
 	return out, false
 }
+
+// noKeyword is a keyword search that finds none: windowsBy with it makes
+// the windows of decode sites alone.
+func noKeyword(int) int { return -1 }

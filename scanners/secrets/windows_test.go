@@ -75,6 +75,9 @@ func TestWindowsSame(t *testing.T) {
 		"run: |\n  curl \\\n    -X POST \\\n    -H 'Accept: json' \\\n    --user deploy:" + g.str(alnum, 16) + " \\\n    https://example.test/\n",
 	} {
 		texts[fmt.Sprintf("enc%d.yaml", i)] = code + enc + code + "token: " + tok() + "\n" + code
+		// Between code dense with keywords, which goes whole: the
+		// decoding passes keep to the sites' windows (detectDecodingIn).
+		texts[fmt.Sprintf("dense%d.py", i)] = filler.String()[:8000] + enc + filler.String()[:6000] + "token: " + tok() + "\n" + enc
 	}
 	decoded := 0
 	for name, text := range texts {
@@ -94,6 +97,11 @@ func TestWindowsSame(t *testing.T) {
 			for _, body := range []string{pos, c.neg(g)} {
 				compare(t, with, without, c.path, []byte(filler.String()+body+filler.String()))
 				compare(t, with, without, c.path, []byte(body))
+			}
+			if seed == 1 {
+				// Encoded in a fragment dense with keywords.
+				e := encodings[1+ci%3]
+				compare(t, with, without, c.path, []byte(filler.String()[:5000]+"x = \""+e.enc(pos)+"\"\n"+filler.String()[:2000]+e.enc(pos)+"\n"))
 			}
 		}
 	}
