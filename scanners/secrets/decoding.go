@@ -7,7 +7,6 @@ import (
 
 	"github.com/zricethezav/gitleaks/v8/detect/codec"
 
-	"github.com/mlwarden/mlwarden/scanners/secrets/internal/detector"
 	"github.com/mlwarden/mlwarden/scanners/secrets/internal/engine"
 )
 
@@ -61,7 +60,14 @@ type decodedPass struct {
 // detectDecoding finds what full, gitleaks' detector over every rule with
 // decodeDepth decoding passes, finds in f, whose literals are known
 // (what find(f.Raw) returns); pf is facts(f), or nil.
-func (d *prefixedDetector) detectDecoding(ctx context.Context, f engine.Fragment, known []litHit, pf *pathFacts, full fragmentDetector) []engine.Finding {
+//
+// wins, when not nil, are the decode windows (windows.go) that hold every
+// segment of f that may decode: then the plain pass runs over all of f
+// and the decoding passes over each window alone — a fragment goes whole
+// when its keyword windows cover most of it, and gitleaks' codec over all
+// of it was the decoding passes' largest cost. Where one of rest's rules
+// would run in a window's decoding pass, f is decoded whole.
+func (d *prefixedDetector) detectDecoding(ctx context.Context, f engine.Fragment, known []litHit, pf *pathFacts, wins []span, full fragmentDetector) []engine.Finding {
 	if !d.plainText(f) {
 		return full.DetectContext(ctx, f)
 	}
@@ -70,6 +76,12 @@ func (d *prefixedDetector) detectDecoding(ctx context.Context, f engine.Fragment
 	}
 	if d.scansNothing(f, pf) {
 		return nil
+	}
+	if wins != nil {
+		if out, ok := d.decodedIn(ctx, f, pf, wins); ok {
+			plain, _ := d.plainFindings(ctx, f, pf, known, true, d.rest)
+			return giveWay(append(out, plain...))
+		}
 	}
 	passes, restDecodes, ok := d.decodePasses(ctx, f)
 	if !ok {
@@ -86,6 +98,26 @@ func (d *prefixedDetector) detectDecoding(ctx context.Context, f engine.Fragment
 		out = d.decodedFindings(ctx, f, pf, p, out)
 	}
 	return giveWay(out)
+}
+
+// decodedIn returns the prefixed rules' findings in the decoding passes of
+// each of wins alone, windows of f; false where a window's decoding needs
+// more (one of rest's rules would run there, or a letter that folds
+// outside ASCII appears).
+func (d *prefixedDetector) decodedIn(ctx context.Context, f engine.Fragment, pf *pathFacts, wins []span) ([]engine.Finding, bool) {
+	var out []engine.Finding
+	for _, w := range wins {
+		wf := f
+		wf.Raw, wf.StartLine = f.Raw[w.start:w.end], f.StartLine+w.line
+		passes, restDecodes, ok := d.decodePasses(ctx, wf)
+		if !ok || restDecodes {
+			return nil, false
+		}
+		for _, p := range passes {
+			out = d.decodedFindings(ctx, wf, pf, p, out)
+		}
+	}
+	return out, true
 }
 
 // decodePasses decodes f as gitleaks' decoding passes do, and reports
@@ -108,39 +140,6 @@ func (d *prefixedDetector) decodePasses(ctx context.Context, f engine.Fragment) 
 		passes = append(passes, p)
 	}
 	return passes, restDecodes, true
-}
-
-// detectDecodingIn is detectDecoding for a fragment whose segments that
-// may decode all lie in wins, their decode windows (windows.go): the plain
-// pass over all of f, the decoding passes over each window alone — a
-// fragment goes whole when its keyword windows cover most of it, and
-// gitleaks' codec over all of it was the decoding passes' largest cost.
-// Where one of rest's rules would run in a decoding pass, f goes to
-// detectDecoding whole.
-func (d *prefixedDetector) detectDecodingIn(ctx context.Context, f engine.Fragment, known []litHit, pf *pathFacts, wins []span, full fragmentDetector) []engine.Finding {
-	if !d.plainText(f) {
-		return full.DetectContext(ctx, f)
-	}
-	if pf == nil {
-		pf = d.facts(f)
-	}
-	if d.scansNothing(f, pf) {
-		return nil
-	}
-	var out []engine.Finding
-	for _, w := range wins {
-		wf := f
-		wf.Raw, wf.StartLine = f.Raw[w.start:w.end], f.StartLine+w.line
-		passes, restDecodes, ok := d.decodePasses(ctx, wf)
-		if !ok || restDecodes {
-			return d.detectDecoding(ctx, f, known, pf, full)
-		}
-		for _, p := range passes {
-			out = d.decodedFindings(ctx, wf, pf, p, out)
-		}
-	}
-	plain, _ := d.plainFindings(ctx, f, pf, known, true, d.rest)
-	return giveWay(append(out, plain...))
 }
 
 // restRunsOn reports whether one of rest's rules would run on text whose
@@ -179,25 +178,5 @@ func (d *prefixedDetector) decodedFindings(ctx context.Context, f engine.Fragmen
 			starts = append(starts, h)
 		}
 	}
-	var newlines [][]int
-	for i, r := range d.rules {
-		if ctx.Err() != nil {
-			break
-		}
-		if len(r.kws) > 0 && !slices.ContainsFunc(r.kws, func(id int32) bool { return seen[id] }) {
-			continue
-		}
-		if pf.ruleAllowed(i) {
-			continue
-		}
-		for _, m := range r.findAllAt(p.raw, starts) {
-			if newlines == nil {
-				newlines = detector.Newlines(f.Raw)
-			}
-			if g, ok := r.finding(f, p.raw, p.segs, d.global, newlines, m); ok {
-				out = append(out, g)
-			}
-		}
-	}
-	return out
+	return d.ruleFindings(ctx, f, pf, p.raw, p.segs, seen, starts, out)
 }

@@ -24,7 +24,7 @@ func compareDecoding(t *testing.T, pd *prefixedDetector, ref fragmentDetector, n
 	f := engine.Fragment{Raw: raw, FilePath: name, StartLine: 1}
 	wantFs := ref.DetectContext(context.Background(), f)
 	want := findingKeys(wantFs)
-	got := findingKeys(pd.detectDecoding(context.Background(), f, pd.find(raw, nil), nil, ref))
+	got := findingKeys(pd.detectDecoding(context.Background(), f, pd.find(raw, nil), nil, nil, ref))
 	if !slices.Equal(got, want) {
 		t.Errorf("%s on %q: the decoding passes found\n%s\ngitleaks finds\n%s", name, raw, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

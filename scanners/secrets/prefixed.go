@@ -806,6 +806,17 @@ func (d *prefixedDetector) plainFindings(ctx context.Context, f engine.Fragment,
 	if rest != nil && (d.restAlways || pf.restPath || slices.ContainsFunc(d.restKWs, func(id int32) bool { return seen[id] })) {
 		out = rest.DetectContext(ctx, f)
 	}
+	n := len(out)
+	out = d.ruleFindings(ctx, f, pf, f.Raw, nil, seen, hits, out)
+	return out, len(out) > n
+}
+
+// ruleFindings appends to out the prefixed rules' findings in raw, the
+// text of f (with pathFacts pf) as a pass has it — f.Raw in the plain
+// pass, else with segs, the segments that decoding pass decoded — for the
+// rules whose keywords seen (by literal id) holds; starts are raw's
+// places of literals some rule starts with.
+func (d *prefixedDetector) ruleFindings(ctx context.Context, f engine.Fragment, pf *pathFacts, raw string, segs []*codec.EncodedSegment, seen []bool, starts []litHit, out []engine.Finding) []engine.Finding {
 	var newlines [][]int
 	for i, r := range d.rules {
 		if ctx.Err() != nil {
@@ -817,21 +828,16 @@ func (d *prefixedDetector) plainFindings(ctx context.Context, f engine.Fragment,
 		if pf.ruleAllowed(i) {
 			continue
 		}
-		ms := r.findAllAt(f.Raw, hits)
-		if len(ms) == 0 {
-			continue
-		}
-		if newlines == nil {
-			newlines = detector.Newlines(f.Raw)
-		}
-		for _, m := range ms {
-			if g, ok := r.finding(f, f.Raw, nil, d.global, newlines, m); ok {
+		for _, m := range r.findAllAt(raw, starts) {
+			if newlines == nil {
+				newlines = detector.Newlines(f.Raw)
+			}
+			if g, ok := r.finding(f, raw, segs, d.global, newlines, m); ok {
 				out = append(out, g)
-				found = true
 			}
 		}
 	}
-	return out, found
+	return out
 }
 
 // pathFacts is what paths decide for one file (and commit): the same for

@@ -666,13 +666,10 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 				if pf == nil {
 					pf = pd.facts(f) // one file's
 				}
-				switch {
-				case d == fragmentDetector(pd):
+				if d == fragmentDetector(pd) {
 					out = append(out, pd.detectHits(ctx, f, hits, pf)...)
-				case decWins != nil:
-					out = append(out, pd.detectDecodingIn(ctx, f, hits, pf, decWins, s.det)...) // decoding.go
-				default:
-					out = append(out, pd.detectDecoding(ctx, f, hits, pf, s.det)...) // decoding.go
+				} else {
+					out = append(out, pd.detectDecoding(ctx, f, hits, pf, decWins, s.det)...) // decoding.go
 				}
 				continue
 			}
