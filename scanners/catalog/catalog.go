@@ -118,9 +118,17 @@ func Names() []string {
 	return out
 }
 
+// Built lists the checks this build links, in Names' order: all of them,
+// but the signatures check in the sbatch hook's (sbatch.go). "all" and
+// an empty list of checks stand for these; asking for one that is not
+// built is an error that says so.
+func Built() []string {
+	return slices.DeleteFunc(Names(), func(c string) bool { return c == scanners.CheckSignatures && !signaturesBuilt })
+}
+
 // Options configures the checks.
 type Options struct {
-	// Checks enables only these (default: all). Names are validated.
+	// Checks enables only these (default: Built). Names are validated.
 	Checks []string
 	// SecretsConfig is a user's gitleaks-format rules file, extending ours.
 	SecretsConfig string
@@ -146,7 +154,7 @@ func ParseChecks(list string) ([]string, error) {
 			continue
 		}
 		if c == "all" {
-			return Names(), nil
+			return Built(), nil
 		}
 		if !slices.Contains(Names(), c) {
 			return nil, fmt.Errorf("unknown check %q (valid: %s, or all)", c, strings.Join(Names(), ", "))
@@ -165,7 +173,7 @@ func ParseChecks(list string) ([]string, error) {
 func New(o Options) ([]scanners.Scanner, error) {
 	enabled := o.Checks
 	if len(enabled) == 0 {
-		enabled = Names()
+		enabled = Built()
 	}
 	for _, c := range enabled {
 		if !slices.Contains(Names(), c) {

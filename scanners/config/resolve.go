@@ -232,6 +232,9 @@ func (v *Value) parse() error {
 			if s.Type == List {
 				if x == "all" && slices.Contains(s.Choices, "all") {
 					out = slices.DeleteFunc(slices.Clone(s.Choices), func(c string) bool { return c == "all" })
+					if s.AllOf != nil {
+						out = slices.Clone(s.AllOf)
+					}
 					break
 				}
 				if err := check(x); err != nil {

@@ -68,8 +68,10 @@ type Setting struct {
 	// Default is the value when nothing sets it, as a user would write it.
 	Default string
 	// Choices, when set, are the only values allowed (each element of a
-	// List). "all" in a list of checks stands for every one.
+	// List). "all" in a list of checks stands for every one, or for
+	// AllOf when set.
 	Choices []string
+	AllOf   []string
 	// Help is the one line that --help and the README show.
 	Help string
 	// Commands lists the commands that take the setting ("scan", "sbatch",
@@ -141,7 +143,7 @@ func All() []Setting {
 	reportFormats := []string{"text", "json", "sarif", "cyclonedx", "junit", "gitlab", "gitlab-secrets", "html"}
 	return []Setting{
 		// What to run.
-		{Name: "checks", Key: "checks", Type: List, Default: "all", Choices: checks, Commands: scanning,
+		{Name: "checks", Key: "checks", Type: List, Default: "all", Choices: checks, AllOf: catalog.Built(), Commands: scanning,
 			Help:       "comma list of checks to run: " + strings.Join(catalog.Names(), ", ") + ", or all",
 			PerCommand: map[string]Override{CmdSbatch: {Default: "secrets,pins,misconfig"}}},
 		{Name: "config", NoEnv: false, Type: Path, Commands: []string{CmdScan, CmdSbatch, CmdServe},

@@ -150,7 +150,7 @@ func New(o Options) (*Scanner, error) {
 		o.MaxFileSize = defaultMaxFileSize
 	}
 	if len(o.Checks) == 0 {
-		o.Checks = catalog.Names()
+		o.Checks = catalog.Built()
 	}
 	copts := catalog.Options{Checks: o.Checks, SecretsConfig: o.SecretsConfig}
 	if o.LazySecretRules {

@@ -99,6 +99,10 @@ func TestSbatchLeanBuild(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "not in this build") {
 		t.Errorf("--checks signatures: %v %s", err, out)
 	}
+	// "all" is every check the hook links.
+	if out, err := exec.Command(lean, "sbatch", "--checks", "all", filepath.Join(dir, "clean.sbatch")).CombinedOutput(); err != nil {
+		t.Errorf("--checks all: %v %s", err, out)
+	}
 }
 
 // TestSbatchLeanDeps: the sbatch hook's binary does not link what only
