@@ -1,3 +1,5 @@
+//go:build !mlwarden_sbatch
+
 // Package server is `mlwarden serve`: a Kubernetes validating admission
 // webhook, a registry push listener and a Harbor pluggable-scanner adapter in
 // front of one verdict store. Registries ask it on push (scan once, keep the

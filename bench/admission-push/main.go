@@ -1,3 +1,5 @@
+//go:build !mlwarden_sbatch
+
 // Command admission-push measures push-to-verdict time: a docker-registry
 // (Debian's, started here on loopback with a notifications endpoint) tells
 // an in-process `mlwarden serve` about a push of a ~200 MB image, and the

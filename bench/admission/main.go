@@ -1,3 +1,5 @@
+//go:build !mlwarden_sbatch
+
 // Command admission measures `mlwarden serve`'s admission latency with a
 // warm verdict store, on loopback only.
 //

@@ -1,3 +1,5 @@
+//go:build !mlwarden_sbatch
+
 // Package helm_test renders the mlwarden chart with the helm binary (helm
 // template, as an install would) and decodes every manifest strictly into
 // its Kubernetes API type: an unknown or misspelt field, a duplicate key or

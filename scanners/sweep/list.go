@@ -1,3 +1,5 @@
+//go:build !mlwarden_sbatch
+
 // Package sweep scans many targets as one job split into shards: it lists
 // what a set of patterns names (a registry's repositories and tags, a Hub
 // organisation's models, a file of targets), splits the list in a stable

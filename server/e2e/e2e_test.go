@@ -1,3 +1,5 @@
+//go:build !mlwarden_sbatch
+
 // Package e2e_test runs the server with the real checks (the catalog), the
 // real image source and a real registry: a pushed image with a leaked token
 // gets a verdict through the push listener and is denied at admission.

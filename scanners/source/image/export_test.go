@@ -1,3 +1,5 @@
+//go:build !mlwarden_sbatch
+
 package image
 
 import (
