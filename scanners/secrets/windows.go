@@ -44,11 +44,11 @@ const windowContext = 2
 // windower finds the keyword windows of a fragment.
 type windower struct {
 	kw *literal.Finder
-	// paths are the rules that judge a file by its path alone (pkcs12-file):
-	// gitleaks reports them once per fragment, so a file they match is
-	// handed over in whole fragments.
-	paths     []config.Rule
-	pathGates []pathGate // paths' patterns, behind the literals they need
+	// pathGates are the path patterns of the rules that judge a file by
+	// its path alone (pkcs12-file), behind the literals they need: gitleaks
+	// reports them once per fragment, so a file they match is handed over
+	// in whole fragments.
+	pathGates []pathGate
 	// blocks are the rules whose matches span blocks of lines (see
 	// spansBlock): a fragment where one of them can run goes whole.
 	blocks []config.Rule
@@ -227,7 +227,7 @@ func newWindower(rs *ruleSet) *windower {
 	}
 	sort.Strings(kws)
 	kws = slices.Compact(kws)
-	w := &windower{kw: literal.New(kws), kws: kws, paths: paths, blocks: blocks, blockKeys: map[string]*literal.Finder{}}
+	w := &windower{kw: literal.New(kws), kws: kws, blocks: blocks, blockKeys: map[string]*literal.Finder{}}
 	for _, r := range paths {
 		w.pathGates = append(w.pathGates, newPathGate(r.Path))
 	}
