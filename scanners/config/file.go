@@ -36,6 +36,10 @@ type File struct {
 	// FromTarget is set when the file was found in a scanned directory
 	// rather than named with --config or found in the working directory.
 	FromTarget bool
+	// Refused are the settings a config found in a scanned directory set
+	// but may not (Setting.UserOnly, or a path that leads out of the
+	// directory): left out of the resolved values, each a warning.
+	Refused []Refusal
 
 	data []byte
 	keys map[string]keyNode // every setting key present, by dotted key
@@ -153,8 +157,67 @@ func findIn(dir string, owners []Owner) (*File, error) {
 	cf, err := read(name, f, owners)
 	if cf != nil {
 		cf.FromTarget = true
+		cf.refuse(root)
 	}
 	return cf, err
+}
+
+// Refusal is a setting of a scanned directory's own config that was not
+// taken.
+type Refusal struct {
+	Key  string
+	Line int
+	// Why says what the setting would have let the directory choose.
+	Why string
+	// Instead names where the user may set it (flag, variable).
+	Instead string
+}
+
+// String is the warning: the file, the line, the key, why, and where to
+// set it instead; never the value.
+func (r Refusal) String(file string) string {
+	return fmt.Sprintf("config %s: line %d: %s: not taken from the scanned directory's own config (%s); %s", file, r.Line, r.Key, r.Why, r.Instead)
+}
+
+// refuse drops what a config found in a scanned directory may not set: a
+// UserOnly setting (where credentials go, which cached results are trusted,
+// what the network is asked for, memory and download ceilings), and a path
+// setting that names a file outside the directory (absolute, through ..,
+// or a symlink out: root refuses those). What is dropped is kept in
+// Refused, so the front end warns and the report notes it.
+func (f *File) refuse(root *os.Root) {
+	for _, s := range All() {
+		if s.Key == "" {
+			continue
+		}
+		kn, ok := f.keys[s.Key]
+		if !ok {
+			continue
+		}
+		instead := "set it with --" + s.Name
+		if e := s.Env(); e != "" {
+			instead += ", " + e
+		}
+		instead += " or in the file --config names"
+		switch {
+		case s.UserOnly != "":
+			f.Refused = append(f.Refused, Refusal{Key: s.Key, Line: kn.line, Why: s.UserOnly, Instead: instead})
+		case s.Type == Path:
+			raw, _, _ := f.lookup(s.Key)
+			if len(raw) == 0 || raw[len(raw)-1] == "" {
+				continue
+			}
+			p := raw[len(raw)-1]
+			if _, err := root.Stat(p); err == nil && !filepath.IsAbs(p) {
+				continue
+			}
+			f.Refused = append(f.Refused, Refusal{Key: s.Key, Line: kn.line, Instead: instead,
+				Why: "it would name a file outside the scanned directory"})
+		default:
+			continue
+		}
+		delete(f.keys, s.Key)
+	}
 }
 
 var yamlPrefix = lazyregexp.New(`^yaml: (?:unmarshal errors:\n\s*)?`)

@@ -79,6 +79,15 @@ type Setting struct {
 	Commands []string
 	// PerCommand overrides Default, Choices or Help for one command.
 	PerCommand map[string]Override
+	// UserOnly, when set, says why the setting is the user's alone: it
+	// chooses where credentials go, which results are trusted, what the
+	// network is asked for, or how much memory or download a run may use.
+	// Such a setting is never taken from a config found in a scanned
+	// directory (File.FromTarget), only from the user's own config file
+	// (--config, the working directory's), the environment and flags; a
+	// target config that sets one is a warning naming the key and this
+	// reason (File.Refused).
+	UserOnly string
 }
 
 // Override is what differs for one command.
@@ -161,7 +170,7 @@ func All() []Setting {
 			Help: "a previous JSON report: its findings are suppressed"},
 		{Name: "max-file-size", Key: "max-file-size", Type: Size, Default: "64GiB", Commands: []string{CmdScan, CmdServe},
 			Help: "largest file to scan (e.g. 500MB, 2GiB); larger files are reported as errors, never skipped silently"},
-		{Name: "max-memory", Key: "max-memory", Type: Size, Default: "1GiB", Commands: scanning,
+		{Name: "max-memory", UserOnly: "it would raise the memory the run may use", Key: "max-memory", Type: Size, Default: "1GiB", Commands: scanning,
 			Help: "soft ceiling on the process's memory (Go's memory limit: the collector works harder near it); every parser also bounds what one file may make it hold (0: no ceiling)"},
 		{Name: "max-archive-depth", Key: "max-archive-depth", Type: Int, Default: "3", Commands: scanning,
 			Help: "how deeply nested archives (zip, wheels, jars, tar, gz, bz2, xz, zst, 7z) are opened for the text checks, their members scanned as dist/app.whl!pkg/config.py (gitleaks' flag); what is deeper is reported; 0: archives are not opened"},
@@ -216,11 +225,11 @@ func All() []Setting {
 			Help: "bound of the fs result cache; entries unused for --cache-ttl go, then the least recently used (0: no bound; a Redis server bounds itself with maxmemory)"},
 
 		// The result cache (scanners/cache), shared by CI runners and replicas.
-		{Name: "cache-backend", Key: "cache.backend", Type: String, Default: "fs", Commands: []string{CmdScan, CmdServe},
+		{Name: "cache-backend", UserOnly: "it would choose the result cache whose results are trusted", Key: "cache.backend", Type: String, Default: "fs", Commands: []string{CmdScan, CmdServe},
 			Help: "where results keyed by content are kept: fs (a directory on this machine), or redis://[USER:PASSWORD@]HOST:PORT[/DB] or rediss://… (TLS; ?ca=FILE for a private CA) for a Redis or Valkey server runners and serve replicas share; one that fails is a warning and a cold scan"},
-		{Name: "cache-dir", Key: "cache.dir", Type: String, Commands: []string{CmdScan, CmdServe},
+		{Name: "cache-dir", UserOnly: "it would choose the result cache whose results are trusted", Key: "cache.dir", Type: String, Commands: []string{CmdScan, CmdServe},
 			Help: "directory of the fs result cache (default: the user cache directory's mlwarden/cache)"},
-		{Name: "cache-ttl", Key: "cache.ttl", Type: Duration, Default: "720h", Commands: []string{CmdScan, CmdServe},
+		{Name: "cache-ttl", UserOnly: "it would choose how long trusted results are kept", Key: "cache.ttl", Type: Duration, Default: "720h", Commands: []string{CmdScan, CmdServe},
 			Help: "how long a cached result nobody reads is kept; each hit renews it (0: forever, or until the size bound)"},
 
 		// sweep: many targets, split into shards (it takes every scan setting too).
@@ -246,9 +255,9 @@ func All() []Setting {
 			Help: "with --emit-job: a PersistentVolumeClaim (ReadWriteMany) mounted at /reports, where each pod writes its shard's report (default: none; the results still go to the shared cache)"},
 
 		// Model sources: hf: targets, Hub caches, OCI model artifacts.
-		{Name: "download-limit", Key: "download-limit", Type: Size, Default: "2GiB", Commands: []string{CmdScan},
+		{Name: "download-limit", UserOnly: "it would raise how much the run may download", Key: "download-limit", Type: Size, Default: "2GiB", Commands: []string{CmdScan},
 			Help: "most bytes downloaded for one hf: target or OCI model artifact, of which only what the checks read is fetched; a file past it is an error (exit 2) named in a target note (0: no limit)"},
-		{Name: "hf-endpoint", Key: "hf.endpoint", Type: String, Commands: []string{CmdScan},
+		{Name: "hf-endpoint", UserOnly: "it would choose where the Hub token is sent", Key: "hf.endpoint", Type: String, Commands: []string{CmdScan},
 			Help: "Hugging Face Hub URL for hf: targets, a mirror or proxy (default: $HF_ENDPOINT, else https://huggingface.co); the token comes from HF_TOKEN or the file 'hf auth login' writes, never from a flag"},
 
 		// The cuda check.
@@ -268,7 +277,7 @@ func All() []Setting {
 			Help: "directory with a cuda.yaml that replaces the built-in table"},
 
 		// The vulns check.
-		{Name: "advisories", Key: "vulns.advisories", Type: Path, Commands: scanning,
+		{Name: "advisories", UserOnly: "it would choose the advisories that judge it", Key: "vulns.advisories", Type: Path, Commands: scanning,
 			Help: "vulns check: advisory file in rules/advisories.yaml's format; its rows add to the built-in table, and replace rows of the same id"},
 
 		// The sbatch hook.

@@ -182,6 +182,7 @@ func New(o Options) (*Scanner, error) {
 		}
 	}
 	s := &Scanner{o: o, checks: checks}
+	warnTargetConfig(o.Config, o.Warn)
 	s.rules = sync.OnceValue(func() []scanners.Rule { return catalog.RulesOf(checks) })
 	for _, c := range checks {
 		if sec, ok := c.(*secrets.Scanner); ok {

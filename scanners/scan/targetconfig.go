@@ -28,6 +28,10 @@ func markTargetConfig(res *scanners.Result, cf *config.File) {
 		}
 	}
 	note := fmt.Sprintf("scanned with the settings and ignore entries of its own %s (%d finding(s) suppressed by it); --no-target-config scans it without them", config.FileName, n)
+	var refused []string
+	for _, r := range cf.Refused {
+		refused = append(refused, fmt.Sprintf("%s (line %d: %s)", r.Key, r.Line, r.Why))
+	}
 	at := -1
 	for i, t := range res.Targets {
 		if t.Kind != scanners.KindDir {
@@ -41,4 +45,18 @@ func markTargetConfig(res *scanners.Result, cf *config.File) {
 		return
 	}
 	res.Targets[at].Notes = append(res.Targets[at].Notes, note)
+	if len(refused) > 0 {
+		res.Targets[at].Notes = append(res.Targets[at].Notes, fmt.Sprintf("settings of its own %s not taken: %s", config.FileName, strings.Join(refused, "; ")))
+	}
+}
+
+// warnTargetConfig warns of each setting a scanned directory's own config
+// set but may not (config.File.Refused), once when the pipeline is built.
+func warnTargetConfig(cf *config.File, warn func(string)) {
+	if cf == nil || warn == nil {
+		return
+	}
+	for _, r := range cf.Refused {
+		warn(r.String(cf.Path))
+	}
 }
