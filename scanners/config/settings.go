@@ -307,6 +307,8 @@ func All() []Setting {
 			Help: "allow plain HTTP on a non-loopback address"},
 		{Name: "store", Type: String, Commands: []string{CmdServe},
 			Help: "bbolt verdict store file (overrides serve.store.path)"},
+		{Name: "allow-registry", Type: List, Commands: []string{CmdServe},
+			Help: "a loopback or private registry the server may contact (Pods, Harbor and events name registries; others are refused): HOST (its ports 443 and 80), HOST:PORT or [IPv6]:PORT, globs allowed (*.corp.example, 10.0.0.5:*); repeatable, adds to serve.allow_registries; link-local and metadata addresses are never contacted"},
 		{Name: "log-level", Type: String, Default: "info", Choices: []string{"debug", "info", "warn", "error"}, Commands: []string{CmdServe},
 			Help: "debug, info, warn or error"},
 
