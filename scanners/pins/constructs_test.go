@@ -29,7 +29,7 @@ func TestCommandsInStrings(t *testing.T) {
 		{"heredoc to srun bash", "job.sbatch", "#!/bin/bash\nsrun bash <<EOF\npip install wandb\nEOF\n", []string{"pip-unpinned@3"}},
 		{"heredoc to cat is data", "a.sh", "cat > setup.sh <<'EOF'\npip install wandb\nEOF\n", nil},
 		{"backgrounded multi-line string", "job.sbatch", "#!/bin/bash\n#SBATCH -N1\nsrun --overlap bash -c \"\n  python3 -m sglang.launch_server \\\n     --model-path Qwen/Qwen2-7B \\\n     --host 0.0.0.0 --trust-remote-code\n\" &\nwait\n",
-			[]string{"trust-remote-code@4"}},
+			[]string{"trust-remote-code@6"}},
 		{"continuation inside the string keeps lines", "a.sh", "bash -c \"echo a \\\n  b\npip install wandb\"\n", []string{"pip-unpinned@3"}},
 		{"command substitution spanning lines", "a.sh", "bash -c \"x=$(date\n)\npip install wandb\"\n", []string{"pip-unpinned@3"}},
 		{"srun --wrap", "a.sh", "sbatch --wrap 'pip install wandb'\n", []string{"pip-unpinned@1"}},

@@ -244,6 +244,54 @@ type rep struct {
 	line func(int) int
 	// where is appended to messages ("in image history entry 3").
 	where string
+	// cmd, when set, is the simple command being checked: a finding at its
+	// first line whose evidence is one of its words is reported at that
+	// word's line (a continued command's seventh line), the first line
+	// named in the message.
+	cmd *cmdWords
+}
+
+// cmdWords are the words of one simple command and the line it starts on,
+// in the coordinates of the text being parsed.
+type cmdWords struct {
+	first int
+	words []arg
+}
+
+// lineOf is the line of the word evidence names: the first word that is
+// it, else the first that holds it; words that did not come from shell
+// (exec-form RUN) have no line of their own.
+func (c *cmdWords) lineOf(evidence string) (int, bool) {
+	for pass := 0; pass < 2; pass++ {
+		for _, a := range c.words {
+			if a.w == nil {
+				continue
+			}
+			if a.s == evidence || pass == 1 && strings.Contains(a.s, evidence) {
+				return line(a.w.Pos()), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// inCommand returns a reporter for the findings of one simple command,
+// which places them at the line of the word they are about.
+func (r *rep) inCommand(first int, words []arg) *rep {
+	if r == nil {
+		return nil
+	}
+	multi := false
+	for _, a := range words {
+		if a.w != nil && line(a.w.End()) != first {
+			multi = true
+			break
+		}
+	}
+	if !multi {
+		return r // one line: nothing to place
+	}
+	return &rep{s: r.s, line: r.line, where: r.where, cmd: &cmdWords{first: first, words: words}}
 }
 
 func (s *sink) whole() *rep { return &rep{s: s} }
@@ -276,6 +324,14 @@ func (r *rep) mapLine(l int) int {
 // add records one finding. evidence is what was matched (a reference, a
 // requirement); msg says what, why and how to fix it.
 func (r *rep) add(rule scanners.Rule, line int, evidence, msg string) {
+	if r.cmd != nil && line == r.cmd.first && evidence != "" {
+		if wl, ok := r.cmd.lineOf(evidence); ok {
+			if at, first := r.mapLine(wl), r.mapLine(line); at > 0 && at != first {
+				msg += fmt.Sprintf(" (in the command that starts at line %d)", first)
+				line = wl
+			}
+		}
+	}
 	line = r.mapLine(line)
 	if r.where != "" {
 		msg += " (" + r.where + ")"

@@ -554,8 +554,17 @@ func (sc *shellScan) command(all []arg, ln int) {
 	if len(args) == 0 {
 		return
 	}
-	sc.trustRemoteCode(args, ln)
+	if r := sc.r.inCommand(ln, all); r != sc.r {
+		defer func(prev *rep) { sc.r = prev }(sc.r)
+		sc.r = r
+	}
 	p := prog(args[0])
+	switch p {
+	case "srun", "salloc", "sbatch", "xargs", "ssh", "su", "runuser":
+		// The command they run is checked on its own.
+	default:
+		sc.trustRemoteCode(args, ln)
+	}
 	switch {
 	case p == "srun" || p == "salloc" || p == "sbatch":
 		sc.slurmRun(args, ln)

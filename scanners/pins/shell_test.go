@@ -33,7 +33,7 @@ func TestShell(t *testing.T) {
 		{"git clone", "a.sh", "git clone https://example.test/o/a.git\ngit clone https://example.test/o/b.git bdir\ngit -C bdir checkout 0123456789abcdef0123456789abcdef01234567\ngit clone https://example.test/o/c\ncd c\ngit fetch origin 0123456789abcdef0123456789abcdef01234567\ngit checkout FETCH_HEAD\n",
 			[]string{"git-clone-unpinned@1"}},
 		{"continuation and heredoc", "a.sh", "pip install \\\n  --upgrade \\\n  accelerate\nbash <<'EOF'\npip install deepspeed\nEOF\npython - <<EOF\nimport torch\ntorch.load('x.pt')\nEOF\n",
-			[]string{"pip-unpinned@1", "pip-unpinned@5", "torch-load-unsafe@9"}},
+			[]string{"pip-unpinned@3", "pip-unpinned@5", "torch-load-unsafe@9"}},
 		{"sh -c string", "a.sh", "bash -c 'pip install wandb'\n", []string{"pip-unpinned@1"}},
 		{"python -c string", "a.sh", "python3 -c 'import torch; torch.load(\"w.pt\")'\npython -c \"import os; os.system('pip install x')\"\n", []string{"torch-load-unsafe@1", "pip-unpinned@2"}},
 		{"hf cli", "a.sh", "huggingface-cli download meta-llama/Llama-3-8B --local-dir /m\nhf download org/m --revision 0123456789abcdef0123456789abcdef01234567\nhf download org/m --revision main\n",
