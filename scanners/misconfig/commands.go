@@ -3,6 +3,7 @@ package misconfig
 import (
 	"bytes"
 	"encoding/json"
+	"sort"
 	"strings"
 	"sync"
 
@@ -20,10 +21,31 @@ type cmdLine struct {
 	words []string
 	note  string // where it came from, when not a file line (image config)
 	// scripts are the words as inner scripts (sh -c WORD), with the lines
-	// the parser joined kept, and wlines the lines they start on; both
-	// only for commands parsed as shell.
+	// the parser joined kept (only for commands parsed as shell).
 	scripts []string
-	wlines  []int
+	// wlines are the lines the words start on (0 or missing: line), so
+	// that a finding about one word of a continued command is reported
+	// where that word is written.
+	wlines []int
+}
+
+// wordLine is the line word i starts on.
+func (cl cmdLine) wordLine(i int) int {
+	if i >= 0 && i < len(cl.wlines) && cl.wlines[i] > 0 {
+		return cl.wlines[i]
+	}
+	return cl.line
+}
+
+// lastWord is the index of the last word at or after from that match
+// accepts, or -1.
+func (cl cmdLine) lastWord(from int, match func(string) bool) int {
+	for i := len(cl.words) - 1; i >= from && i >= 0; i-- {
+		if match(cl.words[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // maxNesting bounds how deep "bash -c '...'" strings are parsed again.
@@ -56,7 +78,7 @@ func shellCommandsEnv(data []byte, depth int, env map[string]string) []cmdLine {
 			for _, as := range n.Assigns {
 				cl.words = append(cl.words, assignWord(as, env))
 				cl.scripts = append(cl.scripts, "")
-				cl.wlines = append(cl.wlines, 0)
+				cl.wlines = append(cl.wlines, int(as.Pos().Line()))
 			}
 			for _, w := range n.Args {
 				cl.words = append(cl.words, wordString(w, env))
@@ -72,6 +94,7 @@ func shellCommandsEnv(data []byte, depth int, env map[string]string) []cmdLine {
 			cl := cmdLine{line: int(n.Pos().Line())}
 			for _, as := range n.Args {
 				cl.words = append(cl.words, assignWord(as, env))
+				cl.wlines = append(cl.wlines, int(as.Pos().Line()))
 			}
 			remember(env, n.Args)
 			out = append(out, cl)
@@ -107,9 +130,9 @@ func nested(cl cmdLine, depth int, env map[string]string) []cmdLine {
 	}
 	var out []cmdLine
 	for i, w := range cl.words {
-		first := cl.line
+		first := cl.wordLine(i)
 		if i < len(cl.scripts) && cl.scripts[i] != "" {
-			w, first = cl.scripts[i], cl.wlines[i]
+			w = cl.scripts[i]
 		}
 		if _, v, ok := strings.Cut(w, "--wrap="); ok && strings.HasPrefix(w, "--wrap=") {
 			w = v
@@ -119,7 +142,12 @@ func nested(cl cmdLine, depth int, env map[string]string) []cmdLine {
 		}
 		for _, in := range shellCommandsEnv([]byte(w), depth+1, env) {
 			in.line = first + in.line - 1
-			in.scripts, in.wlines = nil, nil
+			for k, l := range in.wlines {
+				if l > 0 {
+					in.wlines[k] = first + l - 1
+				}
+			}
+			in.scripts = nil
 			out = append(out, in)
 		}
 	}
@@ -234,17 +262,20 @@ func textCommands(data []byte) []cmdLine {
 		gate = nil
 	}
 	var joined []byte
+	var breaks []int // where each continuation line starts in joined
 	for n, rest, more := 0, data, true; more; {
 		var l []byte
 		l, rest, more = bytes.Cut(rest, []byte{'\n'})
 		n++
 		start := n
+		breaks = breaks[:0]
 		for more && bytes.HasSuffix(bytes.TrimRight(l, " \t\r"), []byte{'\\'}) {
 			var next []byte
 			next, rest, more = bytes.Cut(rest, []byte{'\n'})
 			n++
 			head := bytes.TrimSuffix(bytes.TrimRight(l, " \t\r"), []byte{'\\'})
 			joined = append(append(append(joined[:0:0], head...), ' '), next...)
+			breaks = append(breaks, len(joined)-len(next))
 			l = joined
 		}
 		if len(l) > 64<<10 {
@@ -253,8 +284,20 @@ func textCommands(data []byte) []cmdLine {
 		if gate != nil && !bytes.ContainsAny(l, `"'`) && gate.NextBytes(l, 0) < 0 {
 			continue // no word interesting accepts
 		}
-		if words := splitWords(string(l)); len(words) > 0 {
-			out = append(out, cmdLine{line: start, words: words})
+		cl := cmdLine{line: start}
+		if len(breaks) == 0 {
+			cl.words = splitWords(string(l), nil)
+		} else {
+			// A continued line: keep, for each word, the line it is on.
+			var at []int
+			cl.words = splitWords(string(l), &at)
+			cl.wlines = make([]int, len(at))
+			for i, off := range at {
+				cl.wlines[i] = start + sort.SearchInts(breaks, off+1)
+			}
+		}
+		if len(cl.words) > 0 {
+			out = append(out, cl)
 		}
 	}
 	return out
@@ -276,7 +319,9 @@ var lineWords = sync.OnceValue(func() *literal.Finder {
 
 // splitWords tokenizes one line. A quoted string is one word without its
 // quotes; an empty quoted string after "=" yields an empty value.
-func splitWords(l string) []string {
+//
+// With starts, the offset in l where each word begins is appended to it.
+func splitWords(l string, starts *[]int) []string {
 	var words []string
 	var cur strings.Builder
 	inWord := false
@@ -289,6 +334,9 @@ func splitWords(l string) []string {
 	}
 	for i := 0; i < len(l); i++ {
 		c := l[i]
+		if starts != nil && !inWord && !isSeparator(c) {
+			*starts = append(*starts, i)
+		}
 		switch c {
 		case '"', '\'':
 			j := strings.IndexByte(l[i+1:], c)
@@ -310,6 +358,15 @@ func splitWords(l string) []string {
 	}
 	flush()
 	return words
+}
+
+// isSeparator reports whether splitWords ends a word at c.
+func isSeparator(c byte) bool {
+	switch c {
+	case ' ', '\t', '\r', ',', '[', ']', '(', ')', '{', '}', ';', '|', '&', '`':
+		return true
+	}
+	return false
 }
 
 // imageConfig is the part of an OCI/Docker image config the check reads.

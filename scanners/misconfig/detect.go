@@ -30,15 +30,29 @@ func (r *run) command(cl cmdLine) {
 	r.miner(cl)
 }
 
-// addAt adds a finding for a command line; commands from an image config
-// carry their origin in the message instead of a line. Evidence names only
-// what matched, never the whole command line: other words of it (an
-// environment value, a flag) may hold a secret.
-func (r *run) addAt(cl cmdLine, rule scanners.Rule, sev scanners.Severity, evidence, msg string) {
+// addWord adds a finding about word i of a command (-1: the command as a
+// whole). It is reported at the line that word is written on (the seventh
+// line of a continued srun), and the message names the line the command
+// starts on; commands from an image config carry their origin in the
+// message instead of a line. Evidence names only what matched, never the
+// whole command line: other words of it (an environment value, a flag) may
+// hold a secret.
+func (r *run) addWord(cl cmdLine, i int, rule scanners.Rule, sev scanners.Severity, evidence, msg string) {
+	ln := cl.wordLine(i)
+	if ln != cl.line && cl.line > 0 {
+		msg += " (in the command that starts at line " + itoa(cl.line) + ")"
+	}
 	if cl.note != "" {
 		msg += " [" + cl.note + "]"
 	}
-	r.add(rule, sev, cl.line, evidence, msg)
+	r.add(rule, sev, ln, evidence, msg)
+}
+
+// isFlag matches a word that sets flag name: "--host" or "--host=…".
+func isFlag(name string) func(string) bool {
+	return func(w string) bool {
+		return w == name || strings.HasPrefix(w, name) && strings.HasPrefix(w[len(name):], "=")
+	}
 }
 
 // flags reads --name=value and --name value pairs (and bare --name as
@@ -342,7 +356,33 @@ func (r *run) jupyter(cl cmdLine) {
 			}
 		}
 	}
-	r.judgeJupyter(j, func(sev scanners.Severity, msg string) { r.addAt(cl, RuleNotebookExposed, sev, j.evidence(), msg) })
+	from := len(cl.words) - len(args)
+	at := -1
+	if j.ipSet && (allInterfaces(j.ip) || nodeAddress(j.ip)) {
+		at = cl.lastWord(from, func(w string) bool {
+			k, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
+			return jupyterKey(k) == "ip"
+		})
+	} else if j.authOff() {
+		at = cl.lastWord(from, func(w string) bool {
+			k, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
+			return jupyterKey(k) == "token"
+		})
+	}
+	r.judgeJupyter(j, func(sev scanners.Severity, msg string) {
+		r.addWord(cl, at, RuleNotebookExposed, sev, j.evidence(), msg)
+	})
+}
+
+// jupyterKey is the setting a command-line flag name sets (ip, token,
+// password), with or without an application's prefix.
+func jupyterKey(name string) string {
+	for _, app := range jupyterApps {
+		if key, ok := strings.CutPrefix(name, app+"."); ok {
+			return key
+		}
+	}
+	return name
 }
 
 // container: docker/podman/nerdctl run with privileges.
@@ -359,6 +399,7 @@ func (r *run) container(cl cmdLine) {
 		return
 	}
 	args := rest[1:]
+	from := len(cl.words) - len(args)
 	for j := 0; j < len(args); j++ {
 		a := args[j]
 		next := ""
@@ -367,11 +408,11 @@ func (r *run) container(cl cmdLine) {
 		}
 		switch {
 		case a == "--privileged" || a == "--privileged=true":
-			r.addAt(cl, RulePrivileged, scanners.SeverityHigh, prog(cl.words[i])+" run --privileged", prog(cl.words[i])+" run --privileged gives the container every device and capability of the host: it can take over the node and the GPU jobs on it. Drop --privileged and add only the capabilities and devices the job needs (--gpus for GPUs)")
+			r.addWord(cl, from+j, RulePrivileged, scanners.SeverityHigh, prog(cl.words[i])+" run --privileged", prog(cl.words[i])+" run --privileged gives the container every device and capability of the host: it can take over the node and the GPU jobs on it. Drop --privileged and add only the capabilities and devices the job needs (--gpus for GPUs)")
 		case strings.EqualFold(a, "--cap-add=ALL") || a == "--cap-add" && strings.EqualFold(next, "ALL"):
-			r.addAt(cl, RulePrivileged, scanners.SeverityHigh, "--cap-add ALL", "--cap-add ALL gives the container every Linux capability, which is as good as --privileged. Add only the capabilities the job needs")
+			r.addWord(cl, from+j, RulePrivileged, scanners.SeverityHigh, "--cap-add ALL", "--cap-add ALL gives the container every Linux capability, which is as good as --privileged. Add only the capabilities the job needs")
 		case strings.HasPrefix(a, "--security-opt") && seccompOff(a, next):
-			r.addAt(cl, RulePrivileged, scanners.SeverityHigh, "--security-opt seccomp=unconfined", "--security-opt seccomp=unconfined turns off the system-call filter that stops container escapes. Keep the default seccomp profile")
+			r.addWord(cl, from+j, RulePrivileged, scanners.SeverityHigh, "--security-opt seccomp=unconfined", "--security-opt seccomp=unconfined turns off the system-call filter that stops container escapes. Keep the default seccomp profile")
 		}
 	}
 }
@@ -470,14 +511,15 @@ func (r *run) services(cl cmdLine) {
 			continue
 		}
 		f := flags(args)
+		from := len(cl.words) - len(args)
 		for _, h := range s.hosts {
 			if v, ok := f[h]; ok && (allInterfaces(v) || nodeAddress(v)) {
-				r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, h+" "+v, exposedMsg(s.name, v))
+				r.addWord(cl, cl.lastWord(from, isFlag(h)), RuleServiceExposed, scanners.SeverityMedium, h+" "+v, exposedMsg(s.name, v))
 			}
 		}
 		for _, b := range s.all {
 			if _, ok := f[b]; ok {
-				r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, b, exposedMsg(s.name, b))
+				r.addWord(cl, cl.lastWord(from, isFlag(b)), RuleServiceExposed, scanners.SeverityMedium, b, exposedMsg(s.name, b))
 			}
 		}
 	}
@@ -491,7 +533,7 @@ func (r *run) services(cl cmdLine) {
 			host = h
 		}
 		if allInterfaces(host) || nodeAddress(host) || k == "TENSORBOARD_BIND_ALL" && v != "" && v != "0" && v != "false" {
-			r.addAt(cl, RuleServiceExposed, scanners.SeverityMedium, k+"="+v, exposedMsgAs(name, host, k+"="+v))
+			r.addWord(cl, cl.lastWord(0, func(w string) bool { return strings.HasPrefix(w, k+"=") }), RuleServiceExposed, scanners.SeverityMedium, k+"="+v, exposedMsgAs(name, host, k+"="+v))
 		}
 	}
 }
@@ -503,18 +545,18 @@ func (r *run) chmodDevices(cl cmdLine) {
 		return
 	}
 	var mode string
-	dev := false
-	for _, a := range cl.words[i+1:] {
+	dev, at := false, -1
+	for k, a := range cl.words[i+1:] {
 		switch {
 		case strings.HasPrefix(a, "/dev/nvidia"):
 			dev = true
 		case strings.HasPrefix(a, "-") && !strings.ContainsAny(a, "rwx"):
 		case mode == "":
-			mode = a
+			mode, at = a, i+1+k
 		}
 	}
 	if dev && worldAccessible(mode) {
-		r.addAt(cl, RuleGPUIsolation, scanners.SeverityHigh, "chmod "+mode+" /dev/nvidia*", "chmod "+mode+" on /dev/nvidia* makes the GPU device nodes usable by every user of the node, whatever the scheduler allocated. Leave device permissions to the driver and the device plugin")
+		r.addWord(cl, at, RuleGPUIsolation, scanners.SeverityHigh, "chmod "+mode+" /dev/nvidia*", "chmod "+mode+" on /dev/nvidia* makes the GPU device nodes usable by every user of the node, whatever the scheduler allocated. Leave device permissions to the driver and the device plugin")
 	}
 }
 
@@ -588,7 +630,7 @@ func (r *run) miner(cl cmdLine) {
 	for i, w := range cl.words {
 		p := prog(w)
 		if minerNames[p] && (i == 0 || cl.words[i-1] != "-m") {
-			r.addAt(cl, RuleCryptoMiner, scanners.SeverityCritical, p, "runs the crypto-miner "+p+": GPU mining is the usual payload of a stolen cluster account. Remove it and find out who added it")
+			r.addWord(cl, i, RuleCryptoMiner, scanners.SeverityCritical, p, "runs the crypto-miner "+p+": GPU mining is the usual payload of a stolen cluster account. Remove it and find out who added it")
 			return
 		}
 		for _, f := range minerFlags {
@@ -599,7 +641,7 @@ func (r *run) miner(cl cmdLine) {
 						continue
 					}
 				}
-				r.addAt(cl, RuleCryptoMiner, scanners.SeverityCritical, strings.TrimSuffix(f, "="), "uses the miner flag "+strings.TrimSuffix(f, "=")+": this command runs a crypto-miner. Remove it and find out who added it")
+				r.addWord(cl, i, RuleCryptoMiner, scanners.SeverityCritical, strings.TrimSuffix(f, "="), "uses the miner flag "+strings.TrimSuffix(f, "=")+": this command runs a crypto-miner. Remove it and find out who added it")
 				return
 			}
 		}

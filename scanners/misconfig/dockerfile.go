@@ -16,6 +16,7 @@ func dockerfileCommands(data []byte) []cmdLine {
 	if err != nil {
 		return textCommands(data)
 	}
+	lines := strings.Split(string(data), "\n")
 	var out []cmdLine
 	for _, n := range res.AST.Children {
 		switch strings.ToLower(n.Value) {
@@ -32,13 +33,19 @@ func dockerfileCommands(data []byte) []cmdLine {
 			out = append(out, nested(cl, 0, map[string]string{})...)
 			continue
 		}
+		if len(n.Heredocs) == 0 {
+			if cls, ok := shellForm(n, lines); ok {
+				out = append(out, cls...)
+				continue
+			}
+		}
 		var body strings.Builder
 		for a := n.Next; a != nil; a = a.Next {
 			body.WriteString(a.Value)
 			body.WriteByte(' ')
 		}
 		for _, cl := range shellCommands([]byte(body.String()), 1) {
-			cl.line = n.StartLine
+			cl.line, cl.wlines = n.StartLine, nil
 			out = append(out, cl)
 		}
 		for _, h := range n.Heredocs {
@@ -49,4 +56,56 @@ func dockerfileCommands(data []byte) []cmdLine {
 		}
 	}
 	return out
+}
+
+// shellForm parses a shell-form instruction from its source lines (the
+// instruction word and its flags dropped, and the comment and blank lines
+// BuildKit removes inside continuations), so that each command and word
+// keeps the line it is written on.
+func shellForm(n *parser.Node, lines []string) ([]cmdLine, bool) {
+	if n.StartLine < 1 || n.EndLine > len(lines) || n.StartLine > n.EndLine {
+		return nil, false
+	}
+	body := strings.TrimLeft(lines[n.StartLine-1], " \t")
+	if i := strings.IndexAny(body, " \t"); i >= 0 {
+		body = strings.TrimLeft(body[i:], " \t") // the instruction word
+	} else {
+		body = ""
+	}
+	for strings.HasPrefix(body, "--") {
+		_, rest, ok := strings.Cut(body, " ")
+		if !ok {
+			body = ""
+			break
+		}
+		body = strings.TrimLeft(rest, " \t")
+	}
+	var text strings.Builder
+	lineOf := []int{n.StartLine}
+	text.WriteString(strings.TrimRight(body, "\r"))
+	for l := n.StartLine + 1; l <= n.EndLine; l++ {
+		s := lines[l-1]
+		if t := strings.TrimSpace(s); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		text.WriteByte('\n')
+		text.WriteString(strings.TrimRight(s, "\r"))
+		lineOf = append(lineOf, l)
+	}
+	at := func(l int) int {
+		if l >= 1 && l <= len(lineOf) {
+			return lineOf[l-1]
+		}
+		return n.StartLine
+	}
+	cls := shellCommands([]byte(text.String()), 1)
+	for i := range cls {
+		cls[i].line = at(cls[i].line)
+		for k, l := range cls[i].wlines {
+			if l > 0 {
+				cls[i].wlines[k] = at(l)
+			}
+		}
+	}
+	return cls, true
 }

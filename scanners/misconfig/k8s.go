@@ -164,6 +164,7 @@ func (r *run) container8s(c *yaml.Node) {
 				v = val.Value
 			}
 			cl.words = append(cl.words, name.Value+"="+v)
+			cl.wlines = append(cl.wlines, name.Line)
 			if name.Value == "NVIDIA_VISIBLE_DEVICES" && v != "" && v != "void" && v != "none" && !gpuResource(get(c, "resources")) {
 				r.add(RuleGPUIsolation, scanners.SeverityHigh, name.Line, "NVIDIA_VISIBLE_DEVICES="+v,
 					"NVIDIA_VISIBLE_DEVICES="+v+" in a container that requests no nvidia.com/gpu: the NVIDIA runtime exposes those GPUs anyway, bypassing the scheduler and other tenants' allocations. Request GPUs with resources.limits nvidia.com/gpu and drop the variable")
@@ -180,6 +181,11 @@ func (r *run) container8s(c *yaml.Node) {
 		}
 		for _, w := range v.Content {
 			cl.words = append(cl.words, resolve(w).Value)
+			wl := w.Line
+			if wl < c.Line {
+				wl = 0 // from an anchor elsewhere: at the container's line
+			}
+			cl.wlines = append(cl.wlines, wl)
 		}
 	}
 	r.command(cl)

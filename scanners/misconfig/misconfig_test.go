@@ -43,7 +43,7 @@ func TestMisconfig(t *testing.T) {
 		{"jupyter open no auth", "run.sh", "#!/bin/bash\njupyter lab --ip=0.0.0.0 --NotebookApp.token='' --no-browser\n",
 			[]hit{{"notebook-exposed", crit, 2}}},
 		{"jupyter continuation and server app", "job.sbatch", "#!/bin/bash\n#SBATCH -N1\nsrun jupyter notebook \\\n  --ip 0.0.0.0 \\\n  --ServerApp.token= --ServerApp.password=''\n",
-			[]hit{{"notebook-exposed", crit, 3}}},
+			[]hit{{"notebook-exposed", crit, 4}}},
 		{"jupyter open with auth", "run.sh", "jupyter lab --ip=0.0.0.0 --port 8888\n", []hit{{"notebook-exposed", low, 1}}},
 		{"jupyter token from variable is not empty", "run.sh", "jupyter lab --ip=0.0.0.0 --ServerApp.token=\"$TOKEN\"\n", []hit{{"notebook-exposed", low, 1}}},
 		{"jupyter localhost no auth", "run.sh", "jupyter lab --ip=127.0.0.1 --IdentityProvider.token=''\n", []hit{{"notebook-exposed", med, 1}}},

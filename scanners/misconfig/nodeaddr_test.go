@@ -27,7 +27,7 @@ func TestNodeAddress(t *testing.T) {
 		{"vllm on the node address", "serve.sh", "vllm serve org/m --host $(hostname -i)\n", []hit{{"service-exposed", med, 1}}},
 		{"sglang literal", "serve.sh", "python -m sglang.launch_server --model-path m --host 192.168.10.4\npython -m sglang.launch_server --model-path m --host 127.0.0.1\n", []hit{{"service-exposed", med, 1}}},
 		{"quoted srun multi-line at its line", "serve.sbatch", "#!/bin/bash\n#SBATCH -N1\nsrun --overlap bash -c \"\n  python3 -m sglang.launch_server \\\n     --model-path Qwen/Qwen2-7B \\\n     --host 0.0.0.0 --trust-remote-code\n\" &\nsrun bash -c \"python -m vllm.entrypoints.openai.api_server --host 0.0.0.0\" &\nwait\n",
-			[]hit{{"service-exposed", med, 4}, {"service-exposed", med, 8}}},
+			[]hit{{"service-exposed", med, 6}, {"service-exposed", med, 8}}},
 		{"ssh into a node", "nb.sh", "ssh node01 'jupyter lab --ip=$(hostname -i) --ServerApp.token=\"\"'\n", []hit{{"notebook-exposed", crit, 1}}},
 	}
 	for _, tc := range tests {

@@ -24,7 +24,7 @@ func textCommandsAll(data []byte) []cmdLine {
 		if len(l) > 64<<10 {
 			l = l[:64<<10]
 		}
-		if words := splitWords(l); len(words) > 0 {
+		if words := splitWords(l, nil); len(words) > 0 {
 			out = append(out, cmdLine{line: start + 1, words: words})
 		}
 	}
