@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -79,6 +80,11 @@ type Options struct {
 	// (default DefaultNetworkTimeout; negative: go-containerregistry's
 	// defaults, which wait forever for an answer). See transport.go.
 	NetworkTimeout time.Duration
+	// Dial, when set, opens every connection to a registry instead of a
+	// net.Dialer, still bounded by NetworkTimeout: `mlwarden serve` passes
+	// its registry guard, which refuses loopback, private, link-local and
+	// metadata addresses after DNS (server/guard.go).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Concurrency bounds how many files are handed to the sink at once and
 	// how many layers are fetched ahead (default GOMAXPROCS).
 	Concurrency int
@@ -313,7 +319,7 @@ func (s *imgSource) resolve(ctx context.Context) ([]imgPlatformImage, error) {
 			remote.WithAuthFromKeychain(imgFallbackKeychain{s.opts.Keychain}),
 			remote.WithUserAgent("mlwarden"),
 		}
-		opts = append(opts, imgRemoteOptions(s.opts.NetworkTimeout)...)
+		opts = append(opts, imgRemoteOptions(s.opts.NetworkTimeout, s.opts.Dial)...)
 		desc, err := remote.Get(s.nameRef, opts...)
 		if err != nil {
 			return nil, imgRegistryError(s.nameRef.Context().RegistryStr(), err)

@@ -335,6 +335,9 @@ func (s *imgSource) blobRanges(ctx context.Context) (blobRange, func(), error) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.ResponseHeaderTimeout = 60 * time.Second
 	base.DisableCompression = true
+	if s.opts.Dial != nil {
+		base.DialContext = imgBoundDial(s.opts.Dial, s.opts.NetworkTimeout)
+	}
 	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(transport.PullScope)})
 	if err != nil {
 		return nil, nop, imgRegistryError(repo.RegistryStr(), err)

@@ -45,12 +45,18 @@ const imgLowSpeedBytes = 1 << 10
 
 // imgRemoteOptions are the transport and retry options for registry
 // requests with bound d.
-func imgRemoteOptions(d time.Duration) []remote.Option {
+func imgRemoteOptions(d time.Duration, dial imgDialFunc) []remote.Option {
 	if d <= 0 {
+		if dial != nil {
+			return []remote.Option{remote.WithTransport(imgDialTransport(dial))}
+		}
 		return nil // no bound: go-containerregistry's defaults
 	}
 	base := remote.DefaultTransport.(*http.Transport).Clone()
 	base.DialContext = (&net.Dialer{Timeout: d, KeepAlive: 30 * time.Second}).DialContext
+	if dial != nil {
+		base.DialContext = imgBoundDial(dial, d)
+	}
 	base.TLSHandshakeTimeout = d
 	base.ResponseHeaderTimeout = d
 	return []remote.Option{
