@@ -23,6 +23,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -48,8 +49,11 @@ type Lister struct {
 	// HTTPClient reaches the Hub (default: one with a 30 s timeout).
 	HTTPClient *http.Client
 	// MaxTargets bounds the list (default DefaultMaxTargets): a pattern
-	// that names more is an error, never a silent cut.
+	// that names more is an error, never a silent cut. It is checked as
+	// each page of a listing arrives.
 	MaxTargets int
+
+	bound listBounds // overrides listBounds' defaults (tests)
 }
 
 // DefaultMaxTargets bounds a sweep's list.
@@ -153,6 +157,9 @@ func (l *Lister) remoteOptions(ctx context.Context) []remote.Option {
 	return o
 }
 
+// baseTransport is the transport registry listings go through.
+func (l *Lister) baseTransport() http.RoundTripper { return remote.DefaultTransport }
+
 func (l *Lister) nameOptions(host string) []name.Option {
 	if slices.Contains(l.Insecure, host) {
 		return []name.Option{name.Insecure}
@@ -160,7 +167,90 @@ func (l *Lister) nameOptions(host string) []name.Option {
 	return nil
 }
 
-// registry expands HOST/REPO-GLOB[:TAG-GLOB].
+// Bounds of one registry pattern's listing (its catalog and every tags
+// list it reads), checked page by page as the pages arrive: a registry
+// that pages forever, or sends one endless page, is an error of the
+// sweep long before it is a memory problem. Lister's unexported fields
+// override them (tests).
+const (
+	// maxListPages bounds the pages of one catalog or tags list.
+	maxListPages = 10_000
+	// maxListPage bounds the bytes of one page's answer.
+	maxListPage = 16 << 20
+	// maxListBytes bounds the bytes of every answer of one pattern.
+	maxListBytes = 256 << 20
+	// maxListNames bounds the repositories and tags one pattern's
+	// listings name, matching the globs or not.
+	maxListNames = 1_000_000
+)
+
+// listBounds are the bounds a listing runs under.
+type listBounds struct{ pages, page, bytes, names int }
+
+func (l *Lister) bounds() listBounds {
+	b := listBounds{maxListPages, maxListPage, maxListBytes, maxListNames}
+	if l.bound.pages > 0 {
+		b.pages = l.bound.pages
+	}
+	if l.bound.page > 0 {
+		b.page = l.bound.page
+	}
+	if l.bound.bytes > 0 {
+		b.bytes = l.bound.bytes
+	}
+	if l.bound.names > 0 {
+		b.names = l.bound.names
+	}
+	return b
+}
+
+// errListTooLarge is a listing answer past listBounds' bytes.
+var errListTooLarge = errors.New("listing too large")
+
+// listTransport bounds the bytes of each answer and of all of them.
+type listTransport struct {
+	base        http.RoundTripper
+	page, total int64
+	read        atomic.Int64
+}
+
+func (t *listTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.read.Load() > t.total {
+		return nil, fmt.Errorf("%w: the answers hold more than %d bytes", errListTooLarge, t.total)
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &listBody{rc: resp.Body, t: t, left: t.page}
+	return resp, nil
+}
+
+type listBody struct {
+	rc   io.ReadCloser
+	t    *listTransport
+	left int64
+}
+
+func (b *listBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("%w: a page larger than %d bytes", errListTooLarge, b.t.page)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.t.read.Add(int64(n)) > b.t.total {
+		return n, fmt.Errorf("%w: the answers hold more than %d bytes", errListTooLarge, b.t.total)
+	}
+	return n, err
+}
+
+func (b *listBody) Close() error { return b.rc.Close() }
+
+// registry expands HOST/REPO-GLOB[:TAG-GLOB]. The catalog and the tags
+// lists are read a page at a time, within listBounds and MaxTargets.
 func (l *Lister) registry(ctx context.Context, p string) ([]string, error) {
 	host, rest, ok := strings.Cut(p, "/")
 	if !ok || rest == "" {
@@ -180,37 +270,78 @@ func (l *Lister) registry(ctx context.Context, p string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry:%s: %w", p, err)
 	}
-	opts := l.remoteOptions(ctx)
+	b := l.bounds()
+	lt := &listTransport{base: l.baseTransport(), page: int64(b.page), total: int64(b.bytes)}
+	puller, err := remote.NewPuller(append(l.remoteOptions(ctx), remote.WithTransport(lt))...)
+	if err != nil {
+		return nil, fmt.Errorf("registry:%s: %w", p, err)
+	}
+	names := 0 // repositories and tags listed
+	count := func(n int) error {
+		if names += n; names > b.names {
+			return fmt.Errorf("registry:%s: the listings name more than %d repositories and tags: narrow the pattern", p, b.names)
+		}
+		return nil
+	}
 	repos := []string{repoGlob}
 	if hasMeta(repoGlob) {
-		all, err := remote.Catalog(ctx, reg, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("registry:%s: list repositories (the registry's /v2/_catalog): %w", p, err)
-		}
 		repos = repos[:0]
-		for _, r := range all {
-			if ok, _ := doublestar.Match(repoGlob, r); ok {
-				repos = append(repos, r)
+		what := "list repositories (the registry's /v2/_catalog)"
+		cat, err := puller.Catalogger(ctx, reg)
+		for page := 0; err == nil && cat.HasNext(); page++ {
+			if page >= b.pages {
+				return nil, fmt.Errorf("registry:%s: %s: more than %d pages: narrow the pattern", p, what, b.pages)
 			}
+			var c *remote.Catalogs
+			if c, err = cat.Next(ctx); err != nil {
+				break
+			}
+			if err = count(len(c.Repos)); err != nil {
+				return nil, err
+			}
+			for _, r := range c.Repos {
+				if ok, _ := doublestar.Match(repoGlob, r); ok {
+					repos = append(repos, r)
+				}
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("registry:%s: %s: %w", p, what, err)
 		}
 	}
 	var out []string
 	for _, r := range repos {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		repo, err := name.NewRepository(host+"/"+r, l.nameOptions(host)...)
 		if err != nil {
 			return nil, fmt.Errorf("registry:%s: %w", p, err)
 		}
-		tags, err := remote.List(repo, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("registry:%s: list tags of %s: %w", p, r, err)
-		}
-		for _, t := range tags {
-			if ok, _ := path.Match(tagGlob, t); ok {
-				out = append(out, "registry:"+host+"/"+r+":"+t)
+		what := "list tags of " + r
+		tl, err := puller.Lister(ctx, repo)
+		for page := 0; err == nil && tl.HasNext(); page++ {
+			if page >= b.pages {
+				return nil, fmt.Errorf("registry:%s: %s: more than %d pages: narrow the pattern", p, what, b.pages)
+			}
+			var tags *remote.Tags
+			if tags, err = tl.Next(ctx); err != nil {
+				break
+			}
+			if err = count(len(tags.Tags)); err != nil {
+				return nil, err
+			}
+			for _, t := range tags.Tags {
+				if ok, _ := path.Match(tagGlob, t); ok {
+					out = append(out, "registry:"+host+"/"+r+":"+t)
+				}
+			}
+			if len(out) > l.max() {
+				return nil, fmt.Errorf("registry:%s names more than %d targets: split the sweep", p, l.max())
 			}
 		}
-		if len(out) > l.max() {
-			return nil, fmt.Errorf("registry:%s names more than %d targets: split the sweep", p, l.max())
+		if err != nil {
+			return nil, fmt.Errorf("registry:%s: %s: %w", p, what, err)
 		}
 	}
 	return out, nil
