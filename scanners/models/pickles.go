@@ -319,13 +319,24 @@ func (sc *scan) reportPickle(p place, res *pickle.Result, raw []byte, mode pickl
 	sc.pickleStrings(p, res.Strings)
 }
 
-// pickleStrings hands a pickle's string constants to the strings scanner.
+// pickleStrings hands a pickle's string constants to the strings scanner,
+// one a line; a string the pickle sets under dict keys is written as an
+// assignment to its key path (wandb.api_key = "…" for {'wandb':
+// {'api_key': …}}), so that rules which need a name next to the value
+// (a W&B key is 40 hex digits) read it as they read a config file.
 func (sc *scan) pickleStrings(p place, ss []pickle.String) {
 	if len(ss) == 0 || sc.s.strings == nil {
 		return
 	}
 	var buf bytes.Buffer
 	for _, s := range ss {
+		if s.Key != "" {
+			buf.WriteString(s.Key)
+			buf.WriteString(` = "`)
+			buf.WriteString(s.Value)
+			buf.WriteString("\"\n")
+			continue
+		}
 		buf.WriteString(s.Value)
 		buf.WriteByte('\n')
 	}

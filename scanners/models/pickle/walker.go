@@ -93,6 +93,11 @@ type Global struct {
 type String struct {
 	Offset int64
 	Value  string
+	// Key is the dotted path of dict keys the string was set under, as
+	// the stream builds it ("wandb.api_key" for {'wandb': {'api_key': s}};
+	// an item of a list or tuple has the list's path), or "" for a string
+	// that is no dict value. See keyPath.
+	Key string
 }
 
 // ProblemKind classifies what is wrong with a stream.
@@ -233,6 +238,15 @@ const maxItems = 32
 // Value is a symbolic value on the stack or in the memo.
 type Value struct {
 	Kind Kind
+	// frozen values are shared placeholders that must not be filled.
+	frozen bool
+	// filled is set on a container once items (or a BUILD state) went
+	// into it: a string pushed right after an unfilled dict is its key.
+	filled bool
+	// at is the depth of the stack a container was made at, and path
+	// where it sits in the object tree (keyPath).
+	at   int32
+	path *keyPath
 	Int  int64
 	Str  string
 	// Int is an integer's value, and a string or bytes constant's offset.
@@ -244,8 +258,6 @@ type Value struct {
 	Global int
 	// Args are the call's arguments of a KObject; State the last BUILD state.
 	Args, State *Value
-	// frozen values are shared placeholders that must not be filled.
-	frozen bool
 }
 
 // leanMemo is the memo size above which containers are memoised as shared
@@ -685,7 +697,7 @@ func (w *Walker) call(off int64, callable, args *Value) *Value {
 			w.hooks.Call(w, g, args, off)
 		}
 	}
-	return w.val(Value{Kind: KObject, Global: g, Args: args})
+	return w.val(Value{Kind: KObject, Global: g, Args: args, path: w.here(), at: int32(len(w.stack))})
 }
 
 func (w *Walker) tuple(items []*Value) *Value {
@@ -1006,10 +1018,14 @@ func (w *Walker) step(op byte, off int64, first bool) error {
 		return w.push(w.strValue(off, k, s))
 	case 'a': // APPEND
 		v := w.pop(off, op)
-		appendItems(w.top(off, op), v)
+		l := w.top(off, op)
+		appendItems(l, v)
+		w.listed(l, []*Value{v})
 	case 'e': // APPENDS
 		items := w.popMark(off, op)
-		appendItems(w.top(off, op), items...)
+		l := w.top(off, op)
+		appendItems(l, items...)
+		w.listed(l, items)
 	case 0x90: // ADDITEMS
 		items := w.popMark(off, op)
 		appendItems(w.top(off, op), items...)
@@ -1025,7 +1041,7 @@ func (w *Walker) step(op byte, off int64, first bool) error {
 				}
 			}
 			if !obj.frozen {
-				obj.State = state
+				obj.State, obj.filled = state, true
 			}
 			if w.hooks.AfterBuild != nil && obj.Kind == KObject && obj.Global >= 0 {
 				opEnd := w.pos
@@ -1067,20 +1083,22 @@ func (w *Walker) step(op byte, off int64, first bool) error {
 		return w.push(w.addGlobal(off, opName(op), "copyreg extension", strconv.FormatUint(code, 10), true))
 	case 'd': // DICT
 		kv := w.popMark(off, op)
-		d := w.val(Value{Kind: KDict, Global: -1})
+		d := w.val(Value{Kind: KDict, Global: -1, path: w.here(), at: int32(len(w.stack))})
 		setItems(d, kv)
+		w.keyed(d, kv)
 		return w.push(d)
 	case '}':
-		return w.push(w.val(Value{Kind: KDict, Global: -1}))
+		return w.push(w.val(Value{Kind: KDict, Global: -1, path: w.here(), at: int32(len(w.stack))}))
 	case 'l': // LIST
 		items := w.popMark(off, op)
-		l := w.val(Value{Kind: KList, Global: -1})
+		l := w.val(Value{Kind: KList, Global: -1, path: w.here(), at: int32(len(w.stack))})
 		appendItems(l, items...)
+		w.listed(l, items)
 		return w.push(l)
 	case ']':
-		return w.push(w.val(Value{Kind: KList, Global: -1}))
+		return w.push(w.val(Value{Kind: KList, Global: -1, path: w.here(), at: int32(len(w.stack))}))
 	case 't': // TUPLE
-		return w.push(w.tuple(w.popMark(off, op)))
+		return w.push(w.keyedTuple(w.popMark(off, op)))
 	case ')':
 		return w.push(w.val(Value{Kind: KTuple, Global: -1}))
 	case 0x85, 0x86, 0x87: // TUPLE1/2/3
@@ -1089,7 +1107,7 @@ func (w *Walker) step(op byte, off int64, first bool) error {
 		for i := n - 1; i >= 0; i-- {
 			items[i] = w.pop(off, op)
 		}
-		return w.push(w.tuple(items))
+		return w.push(w.keyedTuple(items))
 	case 0x8f: // EMPTY_SET
 		return w.push(&Value{Kind: KSet, Global: -1})
 	case 0x91: // FROZENSET
@@ -1100,10 +1118,14 @@ func (w *Walker) step(op byte, off int64, first bool) error {
 	case 's': // SETITEM
 		v := w.pop(off, op)
 		k := w.pop(off, op)
-		setItems(w.top(off, op), []*Value{k, v})
+		d := w.top(off, op)
+		setItems(d, []*Value{k, v})
+		w.keyed(d, []*Value{k, v})
 	case 'u': // SETITEMS
 		kv := w.popMark(off, op)
-		setItems(w.top(off, op), kv)
+		d := w.top(off, op)
+		setItems(d, kv)
+		w.keyed(d, kv)
 	case 'g': // GET
 		s, err := w.readLine()
 		if err != nil {

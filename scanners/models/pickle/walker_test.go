@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mlwarden/mlwarden/internal/hostile"
 )
 
 func sbu(s string) string { return "\x8c" + string(rune(len(s))) + s }
@@ -166,6 +168,9 @@ func FuzzWalk(f *testing.F) {
 		"\x80\x04\x95\x02\x00\x00\x00\x00\x00\x00\x00B\x03\x00\x00\x00abc.",
 		"(S'true'\nios\nsystem\n.",
 		string(bigList(3)),
+		string(hostile.Pickle(hostile.PDict{"wandb", hostile.PDict{"api_key", "value-0123456789"}}, false)),
+		string(hostile.Pickle(hostile.PDict{"args", hostile.PNamespace{"seed", 1, "hf_token", "value-0123456789"}}, true)),
+		string(hostile.Pickle(hostile.PDict{"cfg", hostile.POmega{"l", hostile.PList{"value-0123456789"}, "o", hostile.POrdered{"k", "value-0123456789"}}}, false)),
 	} {
 		f.Add([]byte(s))
 	}
@@ -180,6 +185,11 @@ func FuzzWalk(f *testing.F) {
 		r := Walk(bytes.NewReader(data), Limits{MaxMemo: 1000, MaxStack: 1000, MaxString: 1 << 16})
 		if r.End > int64(len(data)) {
 			t.Fatalf("read past the end: %d > %d", r.End, len(data))
+		}
+		for _, s := range r.Strings {
+			if strings.Count(s.Key, ".") >= maxKeyDepth || len(s.Key) > maxKeyDepth*(maxKeyLen+1) {
+				t.Fatalf("key past its bounds: %q", s.Key)
+			}
 		}
 	})
 }
