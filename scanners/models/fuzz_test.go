@@ -143,6 +143,7 @@ func FuzzTemplate(f *testing.F) {
 		`{% macro m(a='__class__') %}{{ ()[a] }}{% endmacro %}{{ m() }}`, `{{ '{0.__class__}'.format(x) }}`,
 		`{% raw %}{{ x }}{% endraw %}{# c #}{{ "\x5f\N{LOW LINE}" }}`, `{% for a, b in x|items if a recursive %}{% endfor %}`,
 		`{{ x[1:2:-1] ~ ('%c' % 95) * 2 }}`, `{{ ((((((x))))))`, `{% set ns.a | upper %}`, `{{ a is not divisibleby 3 }}`,
+		hostile.TemplateDoubling("dict", 40), hostile.TemplateDoubling("namespace", 40), hostile.TemplateDoubling("list", 40),
 	} {
 		f.Add(s)
 	}

@@ -118,8 +118,10 @@ type jval struct {
 }
 
 const (
-	jvalMaxStrs = 32
-	jvalMaxLen  = 256
+	jvalMaxStrs  = 32
+	jvalMaxLen   = 256
+	jvalMaxKeys  = 64  // a dict's keys kept (dict(a=1, …)|join spells with them)
+	jvalMaxItems = 128 // a list's items kept
 )
 
 func jstr(s string) jval { return jval{strs: []string{s}} }
@@ -132,17 +134,50 @@ func (e *templateEval) addStr(out []string, s string) []string {
 	if len(s) > jvalMaxLen || len(out) >= jvalMaxStrs || slices.Contains(out, s) {
 		return out
 	}
-	e.work += len(s) + 16
-	if e.work > templateMaxWork {
-		e.over = true
+	if !e.spend(len(s) + 16) {
 		return out
 	}
 	return append(out, s)
 }
 
-// templateMaxWork bounds the bytes of strings one template's evaluation
-// folds (a template of chained concatenations could otherwise cost
-// minutes); past it nothing more is folded, and the scan reports a limit.
+// addKey adds a dict key, as addStr adds a string: keys are bound, kept
+// once, and counted in the work limit ({% set x = x %} forty times had
+// doubled a dict's key list forty times: a fatal out-of-memory).
+func (e *templateEval) addKey(out []string, k string) []string {
+	if len(k) > jvalMaxLen || len(out) >= jvalMaxKeys || slices.Contains(out, k) {
+		return out
+	}
+	if !e.spend(len(k) + 16) {
+		return out
+	}
+	return append(out, k)
+}
+
+// addItems appends a list's items to out, bound and counted like strings.
+func (e *templateEval) addItems(out []jval, items ...jval) []jval {
+	for _, it := range items {
+		if len(out) >= jvalMaxItems || !e.spend(32) {
+			return out
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// spend counts n units of work; false once the limit is reached.
+func (e *templateEval) spend(n int) bool {
+	e.work += n
+	if e.work > templateMaxWork {
+		e.over = true
+		return false
+	}
+	return true
+}
+
+// templateMaxWork bounds the bytes of strings, keys and items one
+// template's evaluation folds (a template of chained concatenations could
+// otherwise cost minutes); past it nothing more is folded, and the scan
+// reports a limit.
 const templateMaxWork = 32 << 20
 
 func (e *templateEval) union(a, b jval) jval {
@@ -159,11 +194,23 @@ func (e *templateEval) union(a, b jval) jval {
 	for _, s := range b.strs {
 		out.strs = e.addStr(out.strs, s)
 	}
-	out.items = append(append([]jval(nil), a.items...), b.items...)
-	if len(out.items) > jvalMaxStrs {
-		out.items = out.items[:jvalMaxStrs]
+	out.items = e.addItems(e.addItems(nil, a.items...), b.items...)
+	for _, k := range a.keys {
+		out.keys = e.addKey(out.keys, k)
 	}
-	out.keys = append(append([]string(nil), a.keys...), b.keys...)
+	for _, k := range b.keys {
+		out.keys = e.addKey(out.keys, k)
+	}
+	if len(a.attrs)+len(b.attrs) > 0 {
+		out.attrs = map[string]jval{}
+		for _, m := range []map[string]jval{a.attrs, b.attrs} {
+			for k, v := range m {
+				if e.spend(len(k) + 16) {
+					out.attrs[k] = e.union(out.attrs[k], v)
+				}
+			}
+		}
+	}
 	if a.isNum && !b.isNum && len(b.strs) == 0 {
 		out.num, out.isNum = a.num, true
 	}
@@ -564,7 +611,7 @@ func (e *templateEval) eval(n *jnode, called bool) jval {
 				return jval{num: a.num + b.num, isNum: true}
 			}
 			if len(a.items) > 0 || len(b.items) > 0 {
-				return jval{items: append(append([]jval(nil), a.items...), b.items...)}
+				return jval{items: e.addItems(e.addItems(nil, a.items...), b.items...)}
 			}
 			return e.cross(a, b, func(x, y string) string { return x + y })
 		case "-":
@@ -610,10 +657,7 @@ func (e *templateEval) eval(n *jnode, called bool) jval {
 	case jnList, jnTuple:
 		out := jval{}
 		for _, a := range n.args {
-			out.items = append(out.items, e.eval(a, false))
-		}
-		if len(out.items) > jvalMaxStrs*4 {
-			out.items = out.items[:jvalMaxStrs*4]
+			out.items = e.addItems(out.items, e.eval(a, false))
 		}
 		return out
 	case jnDict:
@@ -621,7 +665,9 @@ func (e *templateEval) eval(n *jnode, called bool) jval {
 		for i := 0; i+1 < len(n.args); i += 2 {
 			k := e.eval(n.args[i], false)
 			e.eval(n.args[i+1], false)
-			out.keys = append(out.keys, k.strs...)
+			for _, ks := range k.strs {
+				out.keys = e.addKey(out.keys, ks)
+			}
 		}
 		return out
 	}
@@ -721,7 +767,7 @@ func (e *templateEval) call(n *jnode, called bool) jval {
 			case "dict":
 				out := jval{}
 				for _, k := range n.kwargs {
-					out.keys = append(out.keys, k.name)
+					out.keys = e.addKey(out.keys, k.name)
 				}
 				return out
 			case "namespace":
@@ -900,7 +946,7 @@ func (e *templateEval) filter(n *jnode) jval {
 		if len(in.strs) == 1 { // a string: its characters
 			out := jval{unknown: in.unknown}
 			for _, r := range in.strs[0] {
-				out.items = append(out.items, jstr(string(r)))
+				out.items = e.addItems(out.items, jstr(string(r)))
 			}
 			return out
 		}
