@@ -1,6 +1,9 @@
 package slurm
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // argKind is getopt's has_arg.
 type argKind uint8
@@ -285,3 +288,31 @@ func SpankOption(name string, takesValue bool) OptionSpec {
 	}
 	return s
 }
+
+// takesSeparateValue reports whether command-line word w is an option
+// whose value is the next word: a long option with a required argument
+// and no "=", or a cluster of short options whose last letter takes a
+// value and has none joined to it.
+func (t *optionTable) takesSeparateValue(w string) bool {
+	if name, ok := strings.CutPrefix(w, "--"); ok {
+		if strings.Contains(name, "=") {
+			return false
+		}
+		s, _ := t.long(name)
+		return s != nil && s.arg == requiredArg
+	}
+	for i := 1; i < len(w); i++ {
+		s := t.short(w[i])
+		if s == nil {
+			return false
+		}
+		if s.arg != noArg {
+			return i == len(w)-1 && s.arg == requiredArg
+		}
+	}
+	return false
+}
+
+// defaultTable is sbatch's option table with pyxis' options, for reading
+// command lines.
+var defaultTable = sync.OnceValue(func() *optionTable { return newOptionTable(pyxisOptions) })

@@ -137,6 +137,13 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 // truncates or refuses, judged with the scanner's environment and
 // command-line options.
 func (s *Scanner) ScanScript(a *scanners.Artifact, data []byte) []scanners.Finding {
+	return s.scanScript(a, data, 0)
+}
+
+// maxJobDepth bounds how deep jobs submitted by jobs are read.
+const maxJobDepth = 4
+
+func (s *Scanner) scanScript(a *scanners.Artifact, data []byte, depth int) []scanners.Finding {
 	sc := Parse(data, s.popts...)
 	var out []scanners.Finding
 	for _, ig := range sc.Ignored {
@@ -164,6 +171,20 @@ func (s *Scanner) ScanScript(a *scanners.Artifact, data []byte) []scanners.Findi
 	}
 	for _, p := range probs {
 		out = append(out, ProblemFinding(a, p, data))
+	}
+	// A job submitted through a here-document (sbatch <<EOF) is a batch
+	// script of its own, read by sbatch as this one is.
+	if depth >= maxJobDepth {
+		return out
+	}
+	for _, j := range Jobs(data) {
+		for _, f := range (&Scanner{popts: s.popts}).scanScript(a, j.Script, depth+1) {
+			if f.Line > 0 {
+				f.Line += j.Line - 1
+			}
+			f.Message += fmt.Sprintf(" (in the job script sbatch reads from the here-document at line %d)", j.Line)
+			out = append(out, f)
+		}
 	}
 	return out
 }

@@ -1,0 +1,55 @@
+package slurm
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/mlwarden/mlwarden/scanners"
+)
+
+// TestJobsInHeredocs: a job script submitted through a here-document
+// (sbatch <<EOF, cat <<EOF | sbatch) is a batch script: its directives are
+// read as sbatch reads them, at the lines of the enclosing file, with the
+// submitting shell's expansions when the delimiter is unquoted.
+func TestJobsInHeredocs(t *testing.T) {
+	const cut = "registry.example.com#nvidia/pytorch:24.01-py3"
+	tests := []struct {
+		name, script string
+		want         []string // rule@line
+	}{
+		{name: "value cut by '#'", script: "#!/bin/bash\nsbatch <<EOF\n#!/bin/bash\n#SBATCH --container-image=" + cut + "\nsrun true\nEOF\n",
+			want: []string{"misconfig/sbatch-value-truncated@4"}},
+		{name: "directive after the job's first command", script: "#!/bin/bash\nset -e\nsbatch --parsable -p gpu <<'EOF'\n#!/bin/bash\n#SBATCH -N2\nmodule load cuda/12.4\n#SBATCH --gres=gpu:8\nsrun true\nEOF\n",
+			want: []string{"misconfig/sbatch-directive-ignored@7"}},
+		{name: "unquoted delimiter: the outer variable is expanded", script: "#!/bin/bash\nIMG='" + cut + "'\nsbatch <<EOF\n#!/bin/bash\n#SBATCH --container-image=$IMG\nsrun true\nEOF\n",
+			want: []string{"misconfig/sbatch-value-truncated@5"}},
+		{name: "quoted delimiter: literal", script: "#!/bin/bash\nIMG='" + cut + "'\nsbatch <<'EOF'\n#!/bin/bash\n#SBATCH --container-image=$IMG\nsrun true\nEOF\n"},
+		{name: "escaped dollar: literal", script: "#!/bin/bash\nIMG='" + cut + "'\nsbatch <<EOF\n#!/bin/bash\n#SBATCH --container-image=\\$IMG\nsrun true\nEOF\n"},
+		{name: "cat into sbatch", script: "#!/bin/bash\ncat <<EOF | sbatch --job-name x\n#!/bin/bash\n#SBATCH --mail-type=BEGIN, END\nsrun true\nEOF\n",
+			want: []string{"misconfig/sbatch-invalid@4"}},
+		{name: "no #! line", script: "#!/bin/bash\nfor i in 1 2; do\n  sbatch <<EOF\nsrun true\nEOF\ndone\n",
+			want: []string{"misconfig/sbatch-invalid@4"}},
+		{name: "a script operand is the job, not the here-document", script: "#!/bin/bash\nsbatch job.sh <<EOF\n#!/bin/bash\n#SBATCH --container-image=" + cut + "\nEOF\n"},
+		{name: "a here-document written to a file is not submitted", script: "#!/bin/bash\ncat > next.sbatch <<EOF\n#!/bin/bash\n#SBATCH --container-image=" + cut + "\nEOF\nsbatch next.sbatch\n"},
+		{name: "clean job", script: "#!/bin/bash\nsbatch <<EOF\n#!/bin/bash\n#SBATCH --time=10\nsrun true\nEOF\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fs, err := scanners.ScanBytes(context.Background(), New(), testArtifact(), []byte(tc.script))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range fs {
+				got = append(got, f.RuleID+"@"+itoa(f.Line))
+				if !strings.Contains(f.Message, "here-document at line") {
+					t.Errorf("message %q does not say where the job is", f.Message)
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("findings %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
