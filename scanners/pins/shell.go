@@ -255,6 +255,19 @@ func (sc *shellScan) nested(text string, first int, where string) {
 	child.run()
 }
 
+// nestedJob checks a batch script submitted from this text (the
+// here-document of sbatch <<EOF) as a job script: its #SBATCH directives
+// as sbatch reads them, then its commands, at line first on.
+func (sc *shellScan) nestedJob(text string, first int) {
+	if sc.st.depth >= maxShellDepth {
+		return
+	}
+	sc.st.depth++
+	defer func() { sc.st.depth-- }()
+	child := &shellScan{st: sc.st, r: sc.r.sub(first, ""), src: []byte(text), sbatch: true, sbatchOpts: sc.sbatchOpts}
+	child.run()
+}
+
 // --- words ---
 
 func (sc *shellScan) word(w *syntax.Word) arg {
@@ -981,23 +994,35 @@ func (sc *shellScan) verifyListed(echoed, tool []arg) {
 	}
 }
 
-// heredocs checks the body of a heredoc fed to a shell or Python.
+// heredocs checks the body of a heredoc fed to a shell or Python, and the
+// job script of "sbatch <<EOF" (or "cat <<EOF | sbatch"), as the reader
+// gets it: expanded by this shell when the delimiter is unquoted.
 func (sc *shellScan) heredocs(s *syntax.Stmt) {
+	if rd := slurm.SubmitsHeredoc(s); rd != nil {
+		if body, ok := slurm.HeredocBody(sc.src, rd, sc.param); ok {
+			sc.nestedJob(body, line(rd.Hdoc.Pos()))
+		}
+		if _, pipe := s.Cmd.(*syntax.BinaryCmd); pipe {
+			return
+		}
+	}
 	for _, rd := range s.Redirs {
 		if rd.Hdoc == nil || (rd.Op != syntax.Hdoc && rd.Op != syntax.DashHdoc) {
 			continue
 		}
-		start, end := rd.Hdoc.Pos().Offset(), rd.Hdoc.End().Offset()
-		if int(end) > len(sc.src) || start >= end {
+		body, ok := slurm.HeredocBody(sc.src, rd, sc.param)
+		if !ok {
 			continue
 		}
-		body := string(sc.src[start:end])
 		first := line(rd.Hdoc.Pos())
 		var args []arg
 		if c, ok := s.Cmd.(*syntax.CallExpr); ok && len(c.Args) > 0 {
 			args = sc.words(c.Args)
 		}
 		shell, python := readsStdinScript(sc, args, 0)
+		if u := unwrap(args); len(u) > 0 && prog(u[0]) == "sbatch" {
+			continue // the job script, checked above when sbatch reads it
+		}
 		switch {
 		case s.Cmd == nil && sc.dockerfile:
 			sc.nested(body, first, "")
