@@ -11,6 +11,7 @@ import (
 
 	"github.com/mlwarden/mlwarden/internal/literal"
 	"github.com/mlwarden/mlwarden/scanners/internal/shdepth"
+	"github.com/mlwarden/mlwarden/scanners/slurm"
 )
 
 // cmdLine is one command as a list of words (quotes removed), with the line
@@ -73,6 +74,8 @@ func shellCommandsEnv(data []byte, depth int, env map[string]string) []cmdLine {
 	var out []cmdLine
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
+		case *syntax.Stmt:
+			out = append(out, heredocCommands(data, n, depth, env)...)
 		case *syntax.CallExpr:
 			cl := cmdLine{line: int(n.Pos().Line())}
 			for _, as := range n.Assigns {
@@ -102,6 +105,69 @@ func shellCommandsEnv(data []byte, depth int, env map[string]string) []cmdLine {
 		return true
 	})
 	return out
+}
+
+// heredocCommands are the commands of the here-documents that statement s
+// gives a shell to run: the job script of sbatch <<EOF (or cat <<EOF |
+// sbatch), and what bash, srun, ssh, su and the like read from their
+// standard input. An unquoted body is expanded as the shell expands it
+// (slurm.HeredocBody: the node-address variables known, the rest as
+// written), and its lines are the file's.
+func heredocCommands(data []byte, s *syntax.Stmt, depth int, env map[string]string) []cmdLine {
+	if depth >= maxNesting {
+		return nil
+	}
+	var rds []*syntax.Redirect
+	if rd := slurm.SubmitsHeredoc(s); rd != nil {
+		rds = append(rds, rd)
+	} else if c, ok := s.Cmd.(*syntax.CallExpr); ok && len(c.Args) > 0 && readsScript(c.Args, env) {
+		for _, rd := range s.Redirs {
+			if rd.Hdoc != nil && (rd.Op == syntax.Hdoc || rd.Op == syntax.DashHdoc) {
+				rds = append(rds, rd)
+			}
+		}
+	}
+	var out []cmdLine
+	for _, rd := range rds {
+		body, ok := slurm.HeredocBody(data, rd, func(p *syntax.ParamExp) (string, bool) {
+			if p.Param == nil || p.Exp != nil || env[p.Param.Value] == "" {
+				return "", false
+			}
+			return env[p.Param.Value], true
+		})
+		if !ok {
+			continue
+		}
+		first := int(rd.Hdoc.Pos().Line())
+		for _, in := range shellCommandsEnv([]byte(body), depth+1, env) {
+			in.line = first + in.line - 1
+			for k, l := range in.wlines {
+				if l > 0 {
+					in.wlines[k] = first + l - 1
+				}
+			}
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// readsScript reports a command that runs its standard input as shell
+// commands: a shell, or srun, salloc, ssh, su, runuser, a container's
+// exec or run, in front of one or of a login shell.
+func readsScript(args []*syntax.Word, env map[string]string) bool {
+	for i, w := range args {
+		p := prog(wordString(w, env))
+		switch p {
+		case "sh", "bash", "zsh", "dash", "ksh", "ash":
+			return true
+		case "ssh", "su", "runuser":
+			return i == 0 || prog(wordString(args[0], env)) == "sudo"
+		case "python", "python3", "perl", "ruby", "node", "cat", "tee":
+			return false
+		}
+	}
+	return false
 }
 
 // remember keeps the assignments whose value is the node's address.

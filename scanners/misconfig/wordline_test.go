@@ -65,3 +65,31 @@ func TestWordLines(t *testing.T) {
 		})
 	}
 }
+
+// TestHeredocCommands: the here-document a shell runs — the job script of
+// sbatch <<EOF, what bash, srun bash or ssh read — is checked as commands,
+// at the file's lines, expanded as the submitting shell expands it.
+func TestHeredocCommands(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []hit
+	}{
+		{"sbatch job script", "#!/bin/bash\nsbatch <<EOF\n#!/bin/bash\n#SBATCH -N1\nsrun jupyter lab --ip=0.0.0.0 --ServerApp.token=''\nEOF\n",
+			[]hit{{"notebook-exposed", scanners.SeverityCritical, 5}}},
+		{"cat into sbatch", "#!/bin/bash\ncat <<'EOF' | sbatch\n#!/bin/bash\nvllm serve m \\\n  --host 0.0.0.0\nEOF\n",
+			[]hit{{"service-exposed", scanners.SeverityMedium, 5}}},
+		{"srun bash", "#!/bin/bash\nsrun --overlap bash <<'EOF'\npython -m sglang.launch_server --host 0.0.0.0\nEOF\n",
+			[]hit{{"service-exposed", scanners.SeverityMedium, 3}}},
+		{"the outer node address", "#!/bin/bash\nNODE=$(hostname -i)\nssh gpu01 <<EOF\ntensorboard --logdir runs --host $NODE\nEOF\n",
+			[]hit{{"service-exposed", scanners.SeverityMedium, 4}}},
+		{"a file written is not run here", "#!/bin/bash\ncat > serve.sh <<'EOF'\nvllm serve m --host 0.0.0.0\nEOF\n", nil},
+		{"python reads Python", "#!/bin/bash\npython - <<'EOF'\nprint('vllm serve m --host 0.0.0.0')\nEOF\n", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := scan(t, "submit.sh", tc.in); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
