@@ -15,14 +15,19 @@ import (
 
 // Merge joins reports of disjoint targets (a sweep's shards) into one, as
 // one scan of all their targets in name order reports them. A target in
-// two reports is an error: the shards were not of one sweep.
+// two reports is an error: the shards were not of one sweep. So is a
+// finding, error or component of a target that is not one of its own
+// report's: a shard's report never adds to another shard's targets.
 func Merge(parts ...*scanners.Result) (*scanners.Result, error) {
 	out := &scanners.Result{Version: scanners.ReportVersion, Targets: []scanners.Target{}, Findings: []scanners.Finding{}, Errors: []scanners.Error{}}
 	seen := map[string]bool{}
 	hidden := 0
-	for _, p := range parts {
+	for i, p := range parts {
 		if p == nil {
 			continue
+		}
+		if err := checkOwn(p); err != nil {
+			return nil, fmt.Errorf("report %d: %w", i+1, err)
 		}
 		for _, t := range p.Targets {
 			if seen[t.Name] {
@@ -51,6 +56,34 @@ func Merge(parts ...*scanners.Result) (*scanners.Result, error) {
 	return out, nil
 }
 
+// checkOwn checks that everything a report holds belongs to one of its
+// own targets (an error of the whole run names none). A report that
+// mlwarden wrote always does; one that does not was altered, and merging
+// it would let it add findings to, or hide behind, another shard's
+// targets.
+func checkOwn(r *scanners.Result) error {
+	own := make(map[string]bool, len(r.Targets))
+	for _, t := range r.Targets {
+		own[t.Name] = true
+	}
+	for _, f := range r.Findings {
+		if !own[f.Target] {
+			return fmt.Errorf("a finding (%s) of target %q, which is not one of the report's own targets: not a report mlwarden wrote", f.RuleID, f.Target)
+		}
+	}
+	for _, e := range r.Errors {
+		if e.Target != "" && !own[e.Target] {
+			return fmt.Errorf("an error of target %q, which is not one of the report's own targets: not a report mlwarden wrote", e.Target)
+		}
+	}
+	for _, c := range r.Components {
+		if !own[c.Target] {
+			return fmt.Errorf("a component of target %q, which is not one of the report's own targets: not a report mlwarden wrote", c.Target)
+		}
+	}
+	return nil
+}
+
 // maxReport bounds one report read back.
 const maxReport = 1 << 30
 
@@ -64,6 +97,9 @@ func ReadReport(r io.Reader) (*scanners.Result, error) {
 	}
 	if res.Version != scanners.ReportVersion {
 		return nil, fmt.Errorf("report version %d, want %d", res.Version, scanners.ReportVersion)
+	}
+	if err := checkOwn(&res); err != nil {
+		return nil, err
 	}
 	return &res, nil
 }
