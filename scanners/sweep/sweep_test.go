@@ -5,6 +5,7 @@ package sweep_test
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +14,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,5 +335,79 @@ func TestJobManifest(t *testing.T) {
 	}
 	if _, err := (sweep.Job{Name: "x", Image: "i", Shards: 1, Targets: []string{strings.Repeat("x", 2<<20)}}).Manifest(); err == nil {
 		t.Error("a list larger than a ConfigMap: no error")
+	}
+}
+
+// fakeCatalog is a registry on loopback whose catalog and tags lists page
+// as the test says: names per page, pages before the last (0: forever,
+// as far as a lister goes: stop caps it), and extra bytes padding each
+// page. It counts the pages it served.
+type fakeCatalog struct {
+	names, pages, stop, pad int
+	served                  atomic.Int64
+}
+
+func (f *fakeCatalog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v2/" {
+		return
+	}
+	f.served.Add(1)
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	last := (f.pages > 0 && page+1 >= f.pages) || (f.stop > 0 && page+1 >= f.stop)
+	if !last {
+		w.Header().Set("Link", fmt.Sprintf(`<%s?page=%d>; rel="next"`, r.URL.Path, page+1))
+	}
+	names := make([]string, f.names)
+	for i := range names {
+		names[i] = fmt.Sprintf("repo-%06d-%04d", page, i)
+	}
+	pad := strings.Repeat(" ", f.pad)
+	if strings.HasSuffix(r.URL.Path, "/tags/list") {
+		json.NewEncoder(w).Encode(map[string]any{"name": "x", "tags": names, "pad": pad})
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{"repositories": names, "pad": pad})
+}
+
+// TestListRegistryBounded: a registry whose catalog or tags list pages
+// forever, or sends one endless page, ends the listing with an error at
+// the listing's bounds, page by page — never after reading it all (issue
+// 37, item 24: an endless catalog took sweep to 4 GB).
+func TestListRegistryBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pattern string // after registry:HOST/
+		fake    *fakeCatalog
+		max     int
+		want    string
+		most    int // pages the lister may have read
+	}{
+		{"endless catalog, nothing matches", "nomatch-*", &fakeCatalog{names: 10, stop: 1000}, 0, "more than 20 pages", 21},
+		{"endless catalog, many names", "nomatch-*", &fakeCatalog{names: 400, stop: 1000}, 0, "more than 1000 repositories and tags", 4},
+		{"one huge catalog page", "nomatch-*", &fakeCatalog{names: 1, pages: 1, pad: 1 << 20}, 0, "a page larger than", 1},
+		{"endless tags list, every tag matches", "repo:*", &fakeCatalog{names: 40, stop: 1000}, 100, "more than 100 targets", 3},
+		{"endless tags list, no tag matches", "repo:nomatch-*", &fakeCatalog{names: 10, stop: 1000}, 0, "more than 20 pages", 21},
+		{"pages whose bytes add up", "nomatch-*", &fakeCatalog{names: 1, stop: 1000, pad: 30 << 10}, 0, "more than 262144 bytes", 10},
+		{"a bounded catalog and tags lists", "repo-*:nomatch", &fakeCatalog{names: 5, pages: 3}, 0, "", 3 + 15*3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.fake)
+			defer srv.Close()
+			host := strings.TrimPrefix(srv.URL, "http://")
+			l := &sweep.Lister{MaxTargets: tc.max}
+			sweep.SetListBounds(l, 20, 64<<10, 256<<10, 1000)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			got, err := l.List(ctx, nil, "registry:"+host+"/"+tc.pattern)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %d targets, error %v; want an error saying %q", len(got), err, tc.want)
+			}
+			if n := tc.fake.served.Load(); n > int64(tc.most) {
+				t.Errorf("read %d pages, want at most %d", n, tc.most)
+			}
+		})
 	}
 }
