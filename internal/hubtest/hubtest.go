@@ -98,6 +98,10 @@ type Server struct {
 	Files *httptest.Server
 	// PageSize is how many tree entries one page holds (default 1000).
 	PageSize int
+	// Tree, when set, rewrites every tree listing (sorted by path, before
+	// it is paged): tests of hostile listings reorder it, or add entries
+	// no file stands behind.
+	Tree func([]TreeEntry) []TreeEntry
 
 	mu        sync.Mutex
 	repos     map[string]*Repo           // type/id
@@ -508,6 +512,22 @@ func (f flipped) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+// TreeEntry is one entry of a tree listing, as the Hub writes it.
+type TreeEntry struct {
+	Type string   `json:"type"` // "file" or "directory"
+	OID  string   `json:"oid"`
+	Size int64    `json:"size"`
+	Path string   `json:"path"`
+	LFS  *TreeLFS `json:"lfs,omitempty"`
+}
+
+// TreeLFS is a tree entry's Git LFS object.
+type TreeLFS struct {
+	OID         string `json:"oid"`
+	Size        int64  `json:"size"`
+	PointerSize int    `json:"pointerSize"`
+}
+
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, seg []string) {
 	// {models|datasets|spaces}/ID.../{revision|tree}/REV[/PATH]
 	if len(seg) < 4 {
@@ -540,18 +560,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, seg []string) 
 		json.NewEncoder(w).Encode(map[string]any{"id": id, "sha": commit, "siblings": sib, "private": repo.Private, "gated": repo.Gated, "disabled": false})
 		return
 	}
-	type lfs struct {
-		OID         string `json:"oid"`
-		Size        int64  `json:"size"`
-		PointerSize int    `json:"pointerSize"`
-	}
-	type entry struct {
-		Type string `json:"type"`
-		OID  string `json:"oid"`
-		Size int64  `json:"size"`
-		Path string `json:"path"`
-		LFS  *lfs   `json:"lfs,omitempty"`
-	}
+	type lfs = TreeLFS
+	type entry = TreeEntry
 	var all []entry
 	dirs := map[string]bool{}
 	for _, f := range files {
@@ -568,6 +578,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, seg []string) 
 		all = append(all, e)
 	}
 	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.Path, b.Path) })
+	if s.Tree != nil {
+		all = s.Tree(all)
+	}
 	cursor, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
 	size := s.PageSize
 	if size <= 0 {

@@ -45,7 +45,8 @@ type Options struct {
 	DownloadLimit int64
 	// Workers bounds the files read at once (default 8).
 	Workers int
-	// MaxFiles bounds the files a tree may list (default DefaultMaxFiles).
+	// MaxFiles bounds the files a tree may list, and the directories
+	// they are in (default DefaultMaxFiles).
 	MaxFiles int
 	// MaxRetries is how often a request the Hub answered with 429 (rate
 	// limited), 408 or 5xx is tried again (default DefaultMaxRetries);
@@ -411,22 +412,32 @@ const maxJSON = 64 << 20
 
 // getJSON fetches u and decodes its JSON body into v.
 func (c *client) getJSON(ctx context.Context, u, what string, v any) (*response, error) {
+	resp, _, err := c.getJSONLimit(ctx, u, what, v, maxJSON)
+	return resp, err
+}
+
+// getJSONLimit is getJSON for an answer of at most limit bytes; it also
+// says how many bytes the answer held.
+func (c *client) getJSONLimit(ctx context.Context, u, what string, v any, limit int64) (*response, int64, error) {
 	resp, err := c.get(ctx, u, http.Header{"Accept": {"application/json"}}, what)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxJSON+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: read: %s", what, redactErr(err))
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		return nil, 0, fmt.Errorf("%s: read: %s", what, redactErr(err))
 	}
-	if len(data) > maxJSON {
-		return nil, fmt.Errorf("%s: answer larger than %d bytes", what, maxJSON)
+	if int64(len(data)) > limit {
+		return nil, 0, fmt.Errorf("%s: answer larger than %d bytes", what, limit)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return nil, fmt.Errorf("%s: the answer is not the Hub's JSON: %v", what, err)
+		return nil, 0, fmt.Errorf("%s: the answer is not the Hub's JSON: %v", what, err)
 	}
-	return resp, nil
+	return resp, int64(len(data)), nil
 }
 
 // revision asks which commit rev of r is (GET /api/{type}s/{id}/revision/{rev}).
@@ -471,8 +482,21 @@ type treeEntry struct {
 	LFS  *LFS   `json:"lfs"`
 }
 
-// maxPages bounds the tree's pages.
-const maxPages = 100_000
+// Bounds of a tree listing, checked as the pages arrive (Options.MaxFiles
+// bounds its files, and the directories they make): a Hub that lists
+// forever, or paths very long or very deep, is the target's error, not a
+// memory problem.
+const (
+	// maxPages bounds the tree's pages.
+	maxPages = 100_000
+	// maxTreeBytes bounds the bytes of every page together (maxJSON
+	// bounds one page).
+	maxTreeBytes = 512 << 20
+	// maxPathLen bounds the bytes of one path (Linux's PATH_MAX).
+	maxPathLen = 4096
+	// maxDepth bounds the components of one path.
+	maxDepth = 256
+)
 
 // tree lists the files of r at commit sha, every page of
 // GET /api/{type}s/{id}/tree/{sha}?recursive=true (GitHub-style Link
@@ -481,18 +505,35 @@ func (c *client) tree(ctx context.Context, r Ref, sha string) ([]File, error) {
 	what := r.String() + ": list files"
 	u := c.url("api", r.apiType(), r.ID, "tree", sha) + "?recursive=true"
 	var out []File
+	var read int64
 	for page := 0; u != ""; page++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if page >= maxPages {
 			return nil, fmt.Errorf("%s: more than %d pages", what, maxPages)
 		}
+		if read >= maxTreeBytes {
+			return nil, fmt.Errorf("%s: the listing is larger than %d bytes", what, maxTreeBytes)
+		}
 		var entries []treeEntry
-		resp, err := c.getJSON(ctx, u, what, &entries)
+		resp, n, err := c.getJSONLimit(ctx, u, what, &entries, min(maxJSON, maxTreeBytes-read))
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range entries {
+		read += n
+		for i, e := range entries {
+			if i%4096 == 4095 && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			if e.Type != "file" {
 				continue
+			}
+			switch {
+			case len(e.Path) > maxPathLen:
+				return nil, fmt.Errorf("%s: the tree lists a path of %d bytes (%.40s…), more than %d", what, len(e.Path), e.Path, maxPathLen)
+			case strings.Count(e.Path, "/") >= maxDepth:
+				return nil, fmt.Errorf("%s: the tree lists a path %d directories deep (%.40s…), more than %d", what, strings.Count(e.Path, "/"), e.Path, maxDepth)
 			}
 			if e.Size < 0 || (e.LFS != nil && e.LFS.Size != e.Size && e.LFS.Size != 0) {
 				return nil, fmt.Errorf("%s: %s: the tree gives it two sizes (%d, LFS %d)", what, e.Path, e.Size, e.LFS.Size)

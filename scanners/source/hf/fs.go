@@ -3,6 +3,7 @@ package hf
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"path"
@@ -44,22 +45,42 @@ func newRepoFS(ctx context.Context, s *hubSource, commit string, st *stats) *rep
 	return &repoFS{ctx: ctx, src: s, commit: commit, st: st, files: map[string]*File{}, dirs: map[string][]string{".": nil}, whole: map[string][]byte{}}
 }
 
-// add lists f and its directories; paths are valid (fs.ValidPath).
-func (r *repoFS) add(f File) {
+// add lists f and its directories; paths are valid (fs.ValidPath). The
+// listing is collected as it comes and sorted once (index): a tree listed
+// in reverse order is not an insertion at the front per file. More
+// directories than maxDirs is an error.
+func (r *repoFS) add(f File, maxDirs int) error {
 	r.files[f.Path] = &f
-	i, _ := slices.BinarySearch(r.order, f.Path)
-	r.order = slices.Insert(r.order, i, f.Path)
+	r.order = append(r.order, f.Path)
 	for p := f.Path; p != "."; {
 		dir, base := path.Dir(p), path.Base(p)
-		_, known := r.dirs[dir]
-		if j, found := slices.BinarySearch(r.dirs[dir], base); !found {
-			r.dirs[dir] = slices.Insert(r.dirs[dir], j, base)
-		}
+		names, known := r.dirs[dir]
+		r.dirs[dir] = append(names, base)
 		if known {
 			break
 		}
+		if len(r.dirs) > maxDirs {
+			return fmt.Errorf("the tree's files are in more than %d directories (the source's bound)", maxDirs)
+		}
 		p = dir
 	}
+	return nil
+}
+
+// index sorts what add collected: the file paths, and each directory's
+// names (without the repeats a name that is both a file and a directory
+// leaves).
+func (r *repoFS) index(ctx context.Context) error {
+	slices.Sort(r.order)
+	i := 0
+	for d, names := range r.dirs {
+		if i++; i%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		slices.Sort(names)
+		r.dirs[d] = slices.Compact(names)
+	}
+	return nil
 }
 
 // reader returns a ranged reader of f at the commit.

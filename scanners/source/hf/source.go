@@ -68,7 +68,10 @@ func (s *hubSource) Walk(ctx context.Context, sink scanners.Sink) error {
 	st := newStats(s.o.DownloadLimit)
 	rfs := newRepoFS(ctx, s, commit, st)
 	name := s.target.Name
-	for _, f := range files {
+	for i, f := range files {
+		if i%4096 == 4095 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if !fs.ValidPath(f.Path) || strings.Contains(f.Path, "\\") {
 			sink.Error(scanners.Error{Target: name, Path: f.Path, Message: "the tree lists a path that is not a valid relative name: not scanned"})
 			continue
@@ -77,7 +80,12 @@ func (s *hubSource) Walk(ctx context.Context, sink scanners.Sink) error {
 			sink.Error(scanners.Error{Target: name, Path: f.Path, Message: "the tree lists this path twice: the second was not scanned"})
 			continue
 		}
-		rfs.add(f)
+		if err := rfs.add(f, s.o.MaxFiles); err != nil {
+			return fmt.Errorf("%s: list files: %w", s.ref, err)
+		}
+	}
+	if err := rfs.index(ctx); err != nil {
+		return err
 	}
 	st.total = 0
 	for _, f := range rfs.files {
