@@ -245,6 +245,19 @@ func sbatchReadsStdin(args []*syntax.Word) bool {
 // written ($(…) and unknown variables too), so that line n of the text is
 // line n of the body. It reports false when rd is not a here-document.
 func HeredocBody(src []byte, rd *syntax.Redirect, lookup func(*syntax.ParamExp) (string, bool)) (string, bool) {
+	body, ok := heredocBody(src, rd, lookup)
+	if ok && rd.Op == syntax.DashHdoc {
+		// <<- strips the leading tabs of every line, the delimiter's too.
+		lines := strings.Split(body, "\n")
+		for i, l := range lines {
+			lines[i] = strings.TrimLeft(l, "\t")
+		}
+		body = strings.Join(lines, "\n")
+	}
+	return body, ok
+}
+
+func heredocBody(src []byte, rd *syntax.Redirect, lookup func(*syntax.ParamExp) (string, bool)) (string, bool) {
 	if rd == nil || rd.Hdoc == nil {
 		return "", false
 	}
@@ -253,6 +266,11 @@ func HeredocBody(src []byte, rd *syntax.Redirect, lookup func(*syntax.ParamExp) 
 		return "", false
 	}
 	if rd.Word == nil || quotedDelim(rd.Word) {
+		if len(rd.Hdoc.Parts) == 1 {
+			if l, ok := rd.Hdoc.Parts[0].(*syntax.Lit); ok {
+				return l.Value, true // without the delimiter line
+			}
+		}
 		return string(src[start:end]), true
 	}
 	var b strings.Builder

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"mvdan.cc/sh/v3/syntax"
+
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -49,6 +51,49 @@ func TestJobsInHeredocs(t *testing.T) {
 			}
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Errorf("findings %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestHeredocBody: the text a reader gets from a here-document, line for
+// line: literal for a quoted delimiter (without the delimiter's line),
+// expanded where known for an unquoted one.
+func TestHeredocBody(t *testing.T) {
+	tests := []struct{ name, script, want string }{
+		{"quoted", "cat <<'EOF'\na $X\nb\nEOF\n", "a $X\nb\n"},
+		{"quoted with a tab-stripping delimiter", "cat <<-\"EOF\"\n\ta $X\n\tEOF\n", "a $X\n"},
+		{"unquoted, known", "X=1\ncat <<EOF\na $X ${X}\nEOF\n", "a 1 1\n"},
+		{"unquoted, unknown kept as written", "cat <<EOF\na $Y $(hostname -i) ${Z:-d}\nEOF\n", "a $Y $(hostname -i) ${Z:-d}\n"},
+		{"escaped dollar", "X=1\ncat <<EOF\na \\$X \\\\ \\`\nEOF\n", "a $X \\ `\n"},
+		{"backslash-newline keeps the line", "cat <<EOF\na \\\nb\nc $X\nEOF\n", "a \\\nb\nc $X\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := syntax.NewParser().Parse(strings.NewReader(tc.script), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := map[string]string{}
+			got, found := "", false
+			syntax.Walk(f, func(n syntax.Node) bool {
+				switch n := n.(type) {
+				case *syntax.CallExpr:
+					for _, as := range n.Assigns {
+						literalAssign(env, as)
+					}
+				case *syntax.Redirect:
+					if n.Hdoc != nil {
+						got, found = HeredocBody([]byte(tc.script), n, func(p *syntax.ParamExp) (string, bool) {
+							v, ok := env[p.Param.Value]
+							return v, ok && simpleParam(p)
+						})
+					}
+				}
+				return true
+			})
+			if !found || got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}
