@@ -249,6 +249,10 @@ type rep struct {
 	// word's line (a continued command's seventh line), the first line
 	// named in the message.
 	cmd *cmdWords
+	// entry, when set, is the line of a file that a loop is being checked
+	// with: a finding about it is reported where the script writes it
+	// (or says which line of the file it is).
+	entry *loopEntry
 }
 
 // cmdWords are the words of one simple command and the line it starts on,
@@ -291,7 +295,7 @@ func (r *rep) inCommand(first int, words []arg) *rep {
 	if !multi {
 		return r // one line: nothing to place
 	}
-	return &rep{s: r.s, line: r.line, where: r.where, cmd: &cmdWords{first: first, words: words}}
+	return &rep{s: r.s, line: r.line, where: r.where, entry: r.entry, cmd: &cmdWords{first: first, words: words}}
 }
 
 func (s *sink) whole() *rep { return &rep{s: s} }
@@ -333,6 +337,12 @@ func (r *rep) add(rule scanners.Rule, line int, evidence, msg string) {
 		}
 	}
 	line = r.mapLine(line)
+	if e := r.entry; e != nil && evidence != "" && strings.Contains(evidence, e.value) {
+		if e.line > 0 {
+			line = e.line
+		}
+		msg += " (" + e.note + ")"
+	}
 	if r.where != "" {
 		msg += " (" + r.where + ")"
 	}

@@ -54,6 +54,11 @@ type shellState struct {
 	// listed are checksum commands whose list an echo gave, already
 	// applied to the files it names.
 	listed map[*syntax.CallExpr]bool
+	// appends are the commands of outputs that append (>>).
+	appends map[*syntax.CallExpr]bool
+	// written are the files the script writes with text it tells, by
+	// resolved path (cat > f <<EOF, printf … > f).
+	written map[string]*writtenFile
 }
 
 // imageSite is where an image reference is written in a file.
@@ -93,7 +98,7 @@ type clone struct {
 }
 
 func newShellState() *shellState {
-	return &shellState{env: map[string]string{}, ctx: context.Background(), outputs: map[*syntax.CallExpr]string{}, listed: map[*syntax.CallExpr]bool{}}
+	return &shellState{env: map[string]string{}, ctx: context.Background(), outputs: map[*syntax.CallExpr]string{}, listed: map[*syntax.CallExpr]bool{}, appends: map[*syntax.CallExpr]bool{}}
 }
 
 // shellScan parses one shell text and reports into r.
@@ -222,22 +227,28 @@ func (sc *shellScan) run() bool {
 		sc.r.add(ruleUnparsed, line, "", fmt.Sprintf("shell syntax could not be parsed (%v), so the commands in it were not checked for pins; fix the syntax", err))
 		return false
 	}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.Stmt:
-			sc.heredocs(n)
-			sc.redirects(n)
-		case *syntax.CallExpr:
-			sc.call(n)
-		case *syntax.DeclClause:
-			sc.decl(n)
-		case *syntax.BinaryCmd:
-			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-				sc.pipe(n)
-			}
+	syntax.Walk(f, sc.visit)
+	return true
+}
+
+// visit checks one node of the syntax tree; the walk is in source order.
+func (sc *shellScan) visit(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Stmt:
+		sc.heredocs(n)
+		sc.redirects(n)
+		if sc.fileLoop(n) {
+			return false
 		}
-		return true
-	})
+	case *syntax.CallExpr:
+		sc.call(n)
+	case *syntax.DeclClause:
+		sc.decl(n)
+	case *syntax.BinaryCmd:
+		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+			sc.pipe(n)
+		}
+	}
 	return true
 }
 
@@ -593,6 +604,8 @@ func (sc *shellScan) command(all []arg, ln int) {
 		return
 	case p == "cd" || p == "pushd":
 		sc.cd(args[1:])
+	case p == "echo" || p == "printf":
+		sc.echoWrite(p, args[1:], ln)
 	case isPip(p):
 		if len(args) > 1 && args[1].s == "install" {
 			sc.pipInstall(args[2:], ln, false)
@@ -1023,6 +1036,7 @@ func (sc *shellScan) heredocs(s *syntax.Stmt) {
 		if u := unwrap(args); len(u) > 0 && prog(u[0]) == "sbatch" {
 			continue // the job script, checked above when sbatch reads it
 		}
+		sc.heredocWrite(s, rd, args)
 		switch {
 		case s.Cmd == nil && sc.dockerfile:
 			sc.nested(body, first, "")

@@ -390,6 +390,7 @@ func (sc *shellScan) fetch(p string, args []arg, ln int, c *syntax.CallExpr) {
 func (sc *shellScan) record(d *download) {
 	if d.file != "" {
 		d.key = sc.resolve(d.file)
+		sc.forget(d.file)
 	}
 	if d.r == nil {
 		d.r = sc.r

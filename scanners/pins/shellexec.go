@@ -150,6 +150,7 @@ func (sc *shellScan) redirects(s *syntax.Stmt) {
 		}
 		if w := sc.word(rd.Word); !w.dyn && w.s != "" && w.s != "/dev/null" {
 			sc.st.outputs[c] = w.s
+			sc.st.appends[c] = rd.Op == syntax.AppOut || rd.Op == syntax.AppAll
 		}
 	}
 }

@@ -202,6 +202,11 @@ func (sc *shellScan) requirementFile(what, file string, ln int, conda bool) {
 		// Inside an image, the file is in a layer and checked there.
 		return
 	}
+	if w := sc.st.written[sc.resolve(file)]; w != nil {
+		// The script wrote it (cat > f <<EOF): that is what is installed.
+		sc.judgeWritten(file, w, conda)
+		return
+	}
 	if p, ok := sc.findInTarget(file); ok {
 		own := kindRequirements
 		if conda {
