@@ -123,12 +123,15 @@ func archFacts(t *rules.CUDATable, cuda string) (minCC string, known []string, f
 	return minCC, known, firstSeen
 }
 
-func gpuLabel(i int, g GPU) string {
-	name := g.Name
-	if name == "" {
-		name = "GPU " + strconv.Itoa(i)
+func gpuName(i int, g GPU) string {
+	if g.Name == "" {
+		return "GPU " + strconv.Itoa(i)
 	}
-	return fmt.Sprintf("%s (%s, compute capability %s)", name, g.Brand, g.ComputeCapability)
+	return g.Name
+}
+
+func gpuLabel(i int, g GPU) string {
+	return fmt.Sprintf("%s (%s, compute capability %s)", gpuName(i, g), g.Brand, g.ComputeCapability)
 }
 
 // Evaluate decides whether what d declares runs on host h: first the NVIDIA
@@ -182,7 +185,11 @@ func Evaluate(t *rules.CUDATable, d Declared, name string, h HostFacts) Evaluati
 	}
 	if usable != "" {
 		for i, g := range h.GPUs {
-			if !slices.Contains(t.Forward.Brands, g.Brand) {
+			ok, inferred := forwardCapable(t, i, g)
+			if inferred != "" {
+				ev.note("%s", inferred)
+			}
+			if !ok {
 				ev.problem(RuleIncompatible, "the image's CUDA forward-compatibility library libcuda.so.%s is newer than driver %s and is used on %s, which is not a data-center GPU: cuInit fails with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804) (%s)",
 					usable, h.DriverVersion, gpuLabel(i, g), t.Forward.Source)
 			}
@@ -428,8 +435,16 @@ func evalForward(ev *Evaluation, t *rules.CUDATable, d Declared, h HostFacts, de
 		return false, false
 	}
 	bad := false
+	var inferred []string
 	for i, g := range h.GPUs {
-		if !slices.Contains(t.Forward.Brands, g.Brand) {
+		ok, why := forwardCapable(t, i, g)
+		if why != "" && imageCompat == "" { // the image case has noted it
+			ev.note("%s", why)
+		}
+		if why != "" {
+			inferred = append(inferred, gpuName(i, g))
+		}
+		if !ok {
 			bad = true
 			if imageCompat == "" { // the image case is reported already
 				ev.problem(RuleIncompatible, "CUDA %s needs forward compatibility (%s) on driver %s, but %s is not a data-center GPU: cuInit fails with error 804 (%s)", declared, where, h.DriverVersion, gpuLabel(i, g), t.Forward.Source)
@@ -448,6 +463,11 @@ func evalForward(ev *Evaluation, t *rules.CUDATable, d Declared, h HostFacts, de
 		return false, true
 	default:
 		ev.problem(RuleForwardCompatRequired, "CUDA %s runs on driver %s (CUDA %s) only through forward compatibility (%s, supports R%s): it needs the compat libraries on the loader path, data-center GPUs and a supported branch, or it fails with error 804", declared, h.DriverVersion, branchCUDA(t, branch), where, joinInts(branches))
+	}
+	if len(inferred) > 0 { // say so in the finding, not only in the reasons
+		last := &ev.Problems[len(ev.Problems)-1]
+		last.Reason += fmt.Sprintf(" (NVML reports the brand as unknown: %s inferred as data-center from name and compute capability)", strings.Join(inferred, ", "))
+		ev.Reasons[len(ev.Reasons)-1] = last.Reason
 	}
 	if len(h.GPUs) == 0 {
 		ev.note("no GPUs listed: forward compatibility assumes data-center GPUs")

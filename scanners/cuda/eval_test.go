@@ -252,3 +252,63 @@ func TestWindowsMinorVersionFloors(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardCompatUnknownBrand: NVML reports the brand "unknown" for new
+// data-center parts on older builds (GH200); forward compatibility is then
+// judged from the GPU's name and compute capability, and the reasons say the
+// brand was inferred. A consumer name is never inferred to be data-center.
+func TestForwardCompatUnknownBrand(t *testing.T) {
+	tab := table(t)
+	img := image("CUDA_VERSION=13.0.2", "NVIDIA_REQUIRE_CUDA="+req130)
+	withCompat := fromImage(img)
+	withCompat.Merge(ExtractFile("/usr/local/cuda-13.0/compat/libcuda.so.580.65.06", nil))
+	hostFC := func(h HostFacts) HostFacts {
+		h.ForwardCompat = &ForwardCompat{CUDA: "13.0", SupportedBranches: []int{535, 550, 570}}
+		return h
+	}
+	for _, tc := range []struct {
+		name     string
+		d        Declared
+		gpu      GPU
+		fc       bool
+		want     Verdict
+		inferred bool
+	}{
+		{"GH200 unknown brand, image compat libs", withCompat, GPU{Name: "NVIDIA GH200 480GB", ComputeCapability: "9.0"}, false, CompatibleForwardCompat, true},
+		{"GH200 unknown brand, requirement alternative", img, GPU{Name: "NVIDIA GH200 480GB", ComputeCapability: "9.0"}, false, CompatibleForwardCompat, true},
+		{"H100 unknown brand, host cuda-compat", declared("13.0"), GPU{Name: "NVIDIA H100 80GB HBM3", ComputeCapability: "9.0"}, true, CompatibleForwardCompat, true},
+		{"A100-SXM4 unknown brand", withCompat, GPU{Name: "NVIDIA A100-SXM4-80GB", ComputeCapability: "8.0"}, false, CompatibleForwardCompat, true},
+		{"L40S unknown brand (CC shared with consumer parts)", withCompat, GPU{Name: "NVIDIA L40S", ComputeCapability: "8.9"}, false, CompatibleForwardCompat, true},
+		{"B200 unknown brand", declared("13.0"), GPU{Name: "NVIDIA B200", ComputeCapability: "10.0"}, true, CompatibleForwardCompat, true},
+		{"no name, data-center-only CC 9.0", declared("13.0"), GPU{ComputeCapability: "9.0"}, true, CompatibleForwardCompat, true},
+		{"GeForce unknown brand: not inferred", withCompat, GPU{Name: "NVIDIA GeForce RTX 4090", ComputeCapability: "8.9"}, false, Incompatible, false},
+		{"RTX unknown brand: not inferred", declared("13.0"), GPU{Name: "NVIDIA RTX A6000", ComputeCapability: "8.6"}, true, Incompatible, false},
+		{"no name, CC shared with consumer parts: not inferred", declared("13.0"), GPU{ComputeCapability: "8.9"}, true, Incompatible, false},
+		{"geforce brand with a data-center CC stays geforce", declared("13.0"), GPU{Name: "NVIDIA H100", Brand: "geforce", ComputeCapability: "9.0"}, true, Incompatible, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := HostFacts{DriverVersion: "535.104.05", GPUs: []GPU{tc.gpu}}
+			if tc.fc {
+				h = hostFC(h)
+			}
+			if err := h.Normalize(); err != nil {
+				t.Fatal(err)
+			}
+			ev := Evaluate(tab, tc.d, "pool", h)
+			reasons := strings.Join(ev.Reasons, "\n")
+			if ev.Verdict != tc.want {
+				t.Errorf("verdict %s, want %s\n%s", ev.Verdict, tc.want, reasons)
+			}
+			if got := strings.Contains(reasons, "inferred as data-center"); got != tc.inferred {
+				t.Errorf("reasons say inferred: %v, want %v\n%s", got, tc.inferred, reasons)
+			}
+			if tc.want == CompatibleForwardCompat {
+				for _, p := range ev.Problems {
+					if p.Rule == RuleForwardCompatRequired && !strings.Contains(p.Reason, "inferred") {
+						t.Errorf("finding does not say the brand was inferred: %s", p.Reason)
+					}
+				}
+			}
+		})
+	}
+}
