@@ -3,6 +3,7 @@
 package reports
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -16,9 +17,12 @@ import (
 
 // htmlWriter writes one self-contained HTML page: the summary by severity
 // (an inline SVG chart) and by check, filters (severity, check, text,
-// suppressed findings), and each finding with where it is, what and why,
-// and how to fix it; targets with their notes, and what could not be
-// scanned. It fetches nothing: styles and the filter script are inline,
+// suppressed findings), and the findings as cards, most severe first
+// (within a severity by target, path and line; the reader may sort by path
+// instead), with where each is, what and why, and how to fix it — the
+// findings of one rule on one line (three unpinned packages of one pip
+// install) one card listing them; targets with their notes, and what could
+// not be scanned. It fetches nothing: styles and the filter script are inline,
 // and a Content-Security-Policy forbids any request. Everything from the
 // scanned content is escaped by html/template.
 type htmlWriter struct{ o Options }
@@ -58,11 +62,77 @@ type htmlCount struct {
 	Count int
 }
 
+// htmlFinding is one card: the findings of one rule at one place (target,
+// path, line, layer, commit) with one severity and one suppression.
 type htmlFinding struct {
 	Severity, RuleID, Title, Check, Target, Location string
-	Message, Why, Fix, Evidence, Layer, Commit       string
+	Why, Fix, Layer, Commit                          string
 	Suppressed                                       string
 	Fails                                            bool
+	Items                                            []htmlItem
+	// BySeverity and ByPath are the card's places in the two orders the
+	// page offers (the script sorts by one of them).
+	BySeverity, ByPath int
+}
+
+// htmlItem is one finding of a card.
+type htmlItem struct{ Message, Evidence string }
+
+// Count is how many findings the card holds.
+func (f htmlFinding) Count() int { return len(f.Items) }
+
+// htmlCards groups the findings into cards and numbers them in both
+// orders: by severity, most severe first, then target, path, line and rule;
+// by target, path and line, then the most severe. res.Findings are in the
+// report's total order, so the cards and their items are deterministic.
+func htmlCards(fs []scanners.Finding, card func(scanners.Finding) htmlFinding) []htmlFinding {
+	type key struct {
+		target, rule, path, layer, commit, suppressed string
+		line                                          int
+		sev                                           scanners.Severity
+	}
+	var cards []htmlFinding
+	var sevs []scanners.Severity
+	var lines []int
+	var paths []string
+	at := map[key]int{}
+	for _, f := range fs {
+		k := key{f.Target, f.RuleID, f.Path, f.Layer, f.Commit, f.Suppressed, f.Line, f.Severity}
+		i, ok := at[k]
+		if !ok {
+			i = len(cards)
+			at[k] = i
+			cards = append(cards, card(f))
+			sevs, lines, paths = append(sevs, f.Severity), append(lines, f.Line), append(paths, f.Path)
+		}
+		cards[i].Items = append(cards[i].Items, htmlItem{Message: f.Message, Evidence: f.Evidence})
+	}
+	idx := make([]int, len(cards))
+	for i := range idx {
+		idx[i] = i
+	}
+	place := func(a, b int) int {
+		return cmp.Or(strings.Compare(cards[a].Target, cards[b].Target), strings.Compare(paths[a], paths[b]), cmp.Compare(lines[a], lines[b]))
+	}
+	bySev := slices.Clone(idx)
+	slices.SortStableFunc(bySev, func(a, b int) int {
+		return cmp.Or(cmp.Compare(sevs[b], sevs[a]), place(a, b), strings.Compare(cards[a].RuleID, cards[b].RuleID))
+	})
+	byPath := slices.Clone(idx)
+	slices.SortStableFunc(byPath, func(a, b int) int {
+		return cmp.Or(place(a, b), cmp.Compare(sevs[b], sevs[a]), strings.Compare(cards[a].RuleID, cards[b].RuleID))
+	})
+	for rank, i := range bySev {
+		cards[i].BySeverity = rank
+	}
+	for rank, i := range byPath {
+		cards[i].ByPath = rank
+	}
+	out := make([]htmlFinding, len(cards))
+	for _, i := range idx {
+		out[cards[i].BySeverity] = cards[i]
+	}
+	return out
 }
 
 func (h *htmlWriter) Write(w io.Writer, res *scanners.Result) error {
@@ -88,6 +158,8 @@ func (h *htmlWriter) Write(w io.Writer, res *scanners.Result) error {
 		if f.Suppressed == "" {
 			checks[f.Check]++
 		}
+	}
+	d.Findings = htmlCards(res.Findings, func(f scanners.Finding) htmlFinding {
 		r := idx[f.RuleID]
 		loc := f.Path
 		if f.Line > 0 {
@@ -97,12 +169,12 @@ func (h *htmlWriter) Write(w io.Writer, res *scanners.Result) error {
 		if title == "" {
 			title = f.RuleID
 		}
-		d.Findings = append(d.Findings, htmlFinding{
+		return htmlFinding{
 			Severity: f.Severity.String(), RuleID: f.RuleID, Title: title, Check: f.Check, Target: f.Target, Location: loc,
-			Message: f.Message, Why: r.Why, Fix: r.Fix, Evidence: f.Evidence, Layer: f.Layer, Commit: f.Commit,
+			Why: r.Why, Fix: r.Fix, Layer: f.Layer, Commit: f.Commit,
 			Suppressed: f.Suppressed, Fails: f.Suppressed == "" && h.o.FailOn != nil && f.Severity >= *h.o.FailOn,
-		})
-	}
+		}
+	})
 	for c, n := range checks {
 		d.Checks = append(d.Checks, htmlCount{c, n})
 	}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,73 @@ func TestHTMLFetchesNothing(t *testing.T) {
 	empty := string(render(t, "html", &scanners.Result{Version: scanners.ReportVersion}, fixedOptions))
 	if !strings.Contains(empty, "No findings.") {
 		t.Error("a clean run's page does not say so")
+	}
+}
+
+// TestHTMLOrderAndCards: the page opens with the most severe findings first
+// (within a severity by target, path and line), whatever the report's
+// order; "sort by path" (in the page, or #sort=path) reorders the cards;
+// and the findings of one rule on one line are one card listing each, the
+// shown count still counting findings.
+func TestHTMLOrderAndCards(t *testing.T) {
+	res := &scanners.Result{Version: scanners.ReportVersion, Targets: []scanners.Target{{Name: "proj", Kind: scanners.KindDir}}}
+	add := func(rule string, sev scanners.Severity, path string, line int, msg string) {
+		res.Findings = append(res.Findings, scanners.Finding{RuleID: rule, Check: strings.Split(rule, "/")[0], Severity: sev, Target: "proj", Path: path, Line: line, Message: msg, Evidence: msg})
+	}
+	// In the report's order: by path.
+	add("pins/pip-unpinned", scanners.SeverityMedium, "a/setup.sh", 3, "numpy is not pinned")
+	add("pins/pip-unpinned", scanners.SeverityMedium, "a/setup.sh", 3, "pandas is not pinned")
+	add("pins/pip-unpinned", scanners.SeverityMedium, "a/setup.sh", 3, "torch is not pinned")
+	add("pins/pip-unpinned", scanners.SeverityMedium, "a/setup.sh", 4, "scipy is not pinned")
+	add("misconfig/notebook-exposed", scanners.SeverityCritical, "b/run.sh", 7, "jupyter on 0.0.0.0")
+	add("secrets/github-pat", scanners.SeverityCritical, "a/train.py", 2, "a token")
+	add("models/torch-load-unsafe", scanners.SeverityHigh, "c/train.py", 1, "torch.load")
+	res.Summary = scanners.Summarize(res.Findings)
+	html := string(render(t, "html", res, fixedOptions))
+
+	card := regexp.MustCompile(`(?s)<div class="finding[^"]*" data-severity="(\w+)"[^>]*data-count="(\d+)"[^>]*>.*?<div class="loc">proj: ([^<]+)</div>`)
+	order := func(page string) []string {
+		var out []string
+		for _, m := range card.FindAllStringSubmatch(page, -1) {
+			out = append(out, m[1]+" "+m[3]+" ×"+m[2])
+		}
+		return out
+	}
+	wantSev := []string{"critical a/train.py:2 ×1", "critical b/run.sh:7 ×1", "high c/train.py:1 ×1", "medium a/setup.sh:3 ×3", "medium a/setup.sh:4 ×1"}
+	wantPath := []string{"medium a/setup.sh:3 ×3", "medium a/setup.sh:4 ×1", "critical a/train.py:2 ×1", "critical b/run.sh:7 ×1", "high c/train.py:1 ×1"}
+	if got := order(html); !slices.Equal(got, wantSev) {
+		t.Errorf("cards as written:\n%q\nwant\n%q", got, wantSev)
+	}
+	for _, pkg := range []string{"numpy", "pandas", "torch"} {
+		if !strings.Contains(html, "<li><span class=\"why\">"+pkg+" is not pinned</span>") {
+			t.Errorf("the card of a/setup.sh:3 does not list %s", pkg)
+		}
+	}
+	if !strings.Contains(html, `<span class="rule">3 findings</span>`) {
+		t.Error("the grouped card does not say how many it holds")
+	}
+
+	bin := chromium(t)
+	page := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shown := regexp.MustCompile(`id="shown-count">(\d+)<`)
+	for _, tc := range []struct {
+		hash  string
+		want  []string
+		shown string
+	}{
+		{"", wantSev, "7"},
+		{"#sort=path", wantPath, "7"},
+		{"#sort=path&severity=medium", wantPath, "4"},
+	} {
+		dom := dumpDOM(t, bin, page, tc.hash)
+		if got := order(dom); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: cards in the browser:\n%q\nwant\n%q", tc.hash, got, tc.want)
+		}
+		if m := shown.FindStringSubmatch(dom); m == nil || m[1] != tc.shown {
+			t.Errorf("%q: shown %v, want %s", tc.hash, m, tc.shown)
+		}
 	}
 }
