@@ -236,7 +236,7 @@ func TestScorecardForms(t *testing.T) {
 		{"svn and bzr refs are not hashes", "a.sh", "pip install --no-deps -e svn+https://e.test/r@" + commit + "#egg=p\npip install --no-deps -e hg+https://e.test/r@" + commit + "#egg=p\n", []string{"vcs-unpinned@1"}},
 		{"gsutil without cp, s3api into a directory", "a.sh", "gsutil gs://b/exe /tmp/exe1 && /tmp/exe1\naws s3api get-object --bucket b --key dir/run.sh /opt/ && bash /opt/run.sh\n", []string{"download-exec@1", "download-exec@2"}},
 		{"curl with its URL in its config", "a.sh", "curl > /tmp/file && bash /tmp/file\ncurl -K cfg | sh\n", []string{"download-exec@1", "curl-pipe-shell@2"}},
-		{"a bare name runs from PATH, not the download", "a.sh", "aws s3api get-object --bucket b --key dir/exe . && exe\n", nil},
+		{"a bare name runs the file downloaded here", "a.sh", "aws s3api get-object --bucket b --key dir/exe . && exe\n", []string{"download-exec@1"}},
 	})
 }
 

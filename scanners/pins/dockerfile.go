@@ -5,6 +5,7 @@ package pins
 import (
 	"bytes"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -25,6 +26,7 @@ func scanDockerfile(data []byte, r *rep) {
 	st := newShellState()
 	st.env = env
 	seenFrom := false
+	workdir := ""
 	for _, n := range res.AST.Children {
 		args := nodeArgs(n)
 		switch strings.ToLower(n.Value) {
@@ -44,8 +46,20 @@ func scanDockerfile(data []byte, r *rep) {
 					env[name] = v // a global ARG redeclared in the stage
 				}
 			}
+		case "workdir":
+			// Each RUN starts in the WORKDIR (relative ones add up).
+			if len(args) > 0 {
+				if w, dyn := expandVars(args[0], env); !dyn {
+					workdir = path.Join(workdir, w)
+				} else {
+					workdir = "\x00workdir"
+				}
+			}
 		case "env":
 			for i := 0; i+1 < len(args); i += 2 {
+				if args[i] == "PATH" {
+					(&shellScan{st: st}).pathSet(args[i+1])
+				}
 				v, dyn := expandVars(args[i+1], env)
 				envExtraIndex(r, args[i], v, n.StartLine)
 				if dyn {
@@ -74,6 +88,7 @@ func scanDockerfile(data []byte, r *rep) {
 			}
 			env = map[string]string{} // ARGs must be redeclared inside a stage
 			st.env = env
+			workdir = ""
 		case "copy":
 			for _, f := range n.Flags {
 				from, ok := strings.CutPrefix(f, "--from=")
@@ -89,6 +104,7 @@ func scanDockerfile(data []byte, r *rep) {
 		case "add":
 			dockerAdd(n, args, env, r)
 		case "run":
+			st.cwd = workdir
 			if res.EscapeToken == '\\' {
 				dockerRun(n, args, lines, st, r) // not a Windows (escape=`) Dockerfile
 			}

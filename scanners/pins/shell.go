@@ -54,6 +54,9 @@ type shellState struct {
 	// listed are checksum commands whose list an echo gave, already
 	// applied to the files it names.
 	listed map[*syntax.CallExpr]bool
+	// path are the directories the script adds to PATH, resolved as
+	// downloads are.
+	path []string
 	// appends are the commands of outputs that append (>>).
 	appends map[*syntax.CallExpr]bool
 	// written are the files the script writes with text it tells, by
@@ -436,6 +439,9 @@ func (sc *shellScan) assign(as *syntax.Assign, ln int) {
 		val = sc.word(as.Value)
 	}
 	sc.envVar(name, val, ln)
+	if name == "PATH" {
+		sc.pathSet(val.s)
+	}
 	if sc.st.sites != nil && sc.root {
 		delete(sc.st.envSites, name)
 		if as.Value != nil && !val.dyn && !as.Append && val.s != "" {
@@ -737,6 +743,71 @@ func (sc *shellScan) execCheck(args []arg, ln int) {
 	}
 	if strings.Contains(args[0].s, "/") {
 		sc.executes(args[0].s, ln)
+	} else if !args[0].dyn {
+		sc.executesBare(args[0].s, ln)
+	}
+}
+
+// defaultPath is the PATH of a shell started without one (and of Docker
+// images that set none).
+var defaultPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// executesBare reports a file run by a bare name (exe, RUN ["exe"], sh
+// -c "exe") that was downloaded and not verified: the shell finds it on
+// PATH, so a download to a directory on it (the defaults, and what the
+// script adds to PATH) is what runs; a download of that name to the
+// directory the command runs in is the file its author means to run
+// (Scorecard reads it the same way). Builtins and commands of the same
+// name downloaded elsewhere are not matched.
+func (sc *shellScan) executesBare(name string, ln int) {
+	if name == "" || !validBareName(name) {
+		return
+	}
+	here := sc.resolve(name)
+	for _, d := range sc.st.downloads {
+		if d.file == "" || path.Base(d.key) != name {
+			continue
+		}
+		dir := path.Dir(d.key)
+		onPath := d.key == here
+		for _, p := range defaultPath {
+			onPath = onPath || dir == p
+		}
+		for _, p := range sc.st.path {
+			onPath = onPath || dir == p
+		}
+		if !onPath {
+			continue
+		}
+		d.executed = true
+		if !d.verified {
+			sc.r.add(ruleDownloadExec, ln, name, fmt.Sprintf("%s was downloaded to %s from %s earlier in the script and is run here by its name without checksum verification: whatever the server returned runs; verify it first: echo '<sha256>  %s' | sha256sum -c -", name, d.file, d.url, d.file))
+		}
+	}
+}
+
+// validBareName reports a command name that can be a file the script
+// downloaded: not an option, an assignment or a shell keyword.
+func validBareName(s string) bool {
+	if strings.HasPrefix(s, "-") || strings.ContainsAny(s, "=$ \t\n") {
+		return false
+	}
+	switch s {
+	case ".", "..", "[", "[[", "test", "true", "false", "echo", "printf", "exit", "export", "set", "unset", "read", "cd":
+		return false
+	}
+	return true
+}
+
+// pathSet follows PATH assignments: each entry without an expansion is a
+// directory a bare command name is looked up in ("." and relative entries
+// against the current directory).
+func (sc *shellScan) pathSet(val string) {
+	for _, e := range strings.Split(val, ":") {
+		if e == "" || strings.Contains(e, "$") {
+			continue
+		}
+		sc.st.path = append(sc.st.path, sc.resolve(e))
 	}
 }
 
