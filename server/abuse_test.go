@@ -97,7 +97,7 @@ func TestAdmissionFallbackDefault(t *testing.T) {
 // its timeouts and limits) on a loopback port, and returns its base URL.
 func serveReal(t *testing.T, opts ...server.Option) string {
 	t.Helper()
-	s, err := server.New(append([]server.Option{server.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	s, err := server.New(append([]server.Option{server.WithLogger(slog.New(slog.DiscardHandler)), server.WithAllowRegistries(loopbackRegistries...)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -201,13 +204,18 @@ func shortDigest(d string) string {
 
 // checkImage applies the image policies to one image of the pod.
 func (s *Server) checkImage(ctx context.Context, a *answer, pol Policy, sigs SignatureVerifier, img podImage, dryRun bool) {
-	who := fmt.Sprintf("container %q", img.containers[0])
-	if len(img.containers) > 1 {
-		who = fmt.Sprintf("containers %q", img.containers)
-	}
+	who := img.who()
 	ref, err := s.parseRef(img.image)
 	if err != nil {
 		a.deny("%s: image %q is not a valid reference: %v", who, img.image, err)
+		return
+	}
+	reg := ref.Context().RegistryStr()
+	if err := s.guard.CheckRegistry(reg); err != nil {
+		// Refused before anything is asked: never a registry to contact,
+		// so not a fallback either.
+		s.log.Warn("registry refused", "image", img.image, "err", err)
+		a.deny("%s: image %s: %s", who, img.image, RegistryMessage(reg, err))
 		return
 	}
 	d, pinned := ref.(name.Digest)
@@ -215,7 +223,13 @@ func (s *Server) checkImage(ctx context.Context, a *answer, pol Policy, sigs Sig
 		a.act(pol.Digest, "%s: image %s is not pinned by digest; use %s@sha256:…", who, img.image, ref.Context().Name())
 		d, err = s.resolve(ctx, ref)
 		if err != nil {
-			a.act(pol.Fallback, "%s: cannot resolve %s to a digest, so it is not checked: %v", who, img.image, err)
+			s.log.Warn("resolve tag", "image", img.image, "err", err)
+			var re *RefusedError
+			if errors.As(err, &re) {
+				a.deny("%s: image %s: %s", who, img.image, RegistryMessage(reg, err))
+				return
+			}
+			a.act(pol.Fallback, "%s: cannot resolve %s to a digest, so it is not checked: %s", who, img.image, RegistryMessage(reg, err))
 			return
 		}
 	}
@@ -223,7 +237,12 @@ func (s *Server) checkImage(ctx context.Context, a *answer, pol Policy, sigs Sig
 
 	if sigs != nil && pol.Signatures != Allow {
 		if err := sigs.VerifyImage(ctx, d); err != nil {
-			a.act(pol.Signatures, "%s: image %s fails the signature policy: %v", who, short, err)
+			msg := err.Error()
+			if isNetworkError(err) {
+				s.log.Warn("signature check", "image", d.String(), "err", err)
+				msg = RegistryMessage(reg, err)
+			}
+			a.act(pol.Signatures, "%s: image %s fails the signature policy: %s", who, short, msg)
 		}
 	}
 
@@ -263,7 +282,9 @@ func (s *Server) checkImage(ctx context.Context, a *answer, pol Policy, sigs Sig
 				a.act(pol.Fallback, "%s: scan of %s did not finish within %s (%v); try again later", who, short, s.cfg.ScanDeadline, off.why)
 				return
 			case j.err != nil:
-				a.act(pol.Fallback, "%s: scan of %s failed: %v", who, short, j.err)
+				// The scan's errors are text by now, and may hold what the
+				// registry sent: the log has them (coordinator.run).
+				a.act(pol.Fallback, "%s: scan of %s failed: %s", who, short, scanFailure(reg, j.err))
 				return
 			}
 			s.judge(a, pol, who, short, j.v)
@@ -292,7 +313,7 @@ func (s *Server) judge(a *answer, pol Policy, who, short string, v *verdict.Verd
 		return
 	}
 	if len(v.Errors) > 0 {
-		a.act(pol.Fallback, "%s: the scan of %s is incomplete (%d error(s), e.g. %s)", who, short, len(v.Errors), v.Errors[0].Error())
+		a.act(pol.Fallback, "%s: the scan of %s is incomplete (%d error(s), e.g. %s)", who, short, len(v.Errors), publicScanError(v.Errors[0]))
 		return
 	}
 	below := 0
@@ -304,6 +325,53 @@ func (s *Server) judge(a *answer, pol Policy, who, short string, v *verdict.Verd
 	if below > 0 && pol.Misconfig != Allow {
 		a.warn("%s: image %s has %d finding(s) below %s; run mlwarden scan on it", who, short, below, failOn)
 	}
+}
+
+// who names the containers that run an image.
+func (img podImage) who() string {
+	if len(img.containers) > 1 {
+		return fmt.Sprintf("containers %q", img.containers)
+	}
+	return fmt.Sprintf("container %q", img.containers[0])
+}
+
+// isNetworkError reports whether err came from reaching a registry (and so
+// may hold what it sent, or tell one kind of port from another).
+func isNetworkError(err error) bool {
+	var (
+		re *RefusedError
+		te *transport.Error
+		ne net.Error
+		ue *url.Error
+	)
+	return errors.As(err, &re) || errors.As(err, &te) || errors.As(err, &ne) || errors.As(err, &ue) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// scanFailure is what a requester is told about a failed scan of an image
+// on reg: a refusal of the guard, or one line that says where the details
+// are.
+func scanFailure(reg string, err error) string {
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return RegistryMessage(reg, err)
+	}
+	var off errHandedOff
+	if errors.As(err, &off) || errors.Is(err, context.DeadlineExceeded) {
+		return "it did not finish in time; try again later"
+	}
+	return fmt.Sprintf("the registry %s could not be reached, refused the request or is not allowed, or the image could not be read (details in the mlwarden log)", reg)
+}
+
+// publicScanError is a verdict's error as a requester sees it: the path of
+// a file that could not be scanned, with what the check said; an error of
+// the whole image (a layer or manifest that could not be read) holds what
+// the registry sent, so it says only that.
+func publicScanError(e scanners.Error) string {
+	if e.Path == "" {
+		return "a layer or the manifest could not be read in full (details in the mlwarden log)"
+	}
+	return e.Path + ": " + e.Message
 }
 
 func findingPlace(f *scanners.Finding) string {

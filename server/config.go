@@ -87,6 +87,13 @@ type Config struct {
 	RetryBackoff time.Duration `yaml:"retry-backoff,omitempty"`
 	// Store configures where verdicts are kept.
 	Store StoreConfig `yaml:"store,omitempty"`
+	// AllowRegistries are the loopback and private registries the server
+	// may contact (HOST: its ports 443 and 80; HOST:PORT; [IPv6]:PORT;
+	// path.Match globs in either part). Every other registry on a
+	// loopback, private or reserved address is refused, and link-local and
+	// metadata addresses always are, after DNS (guard.go). --allow-registry
+	// adds to it.
+	AllowRegistries []string `yaml:"allow_registries,omitempty"`
 }
 
 // TokenSource is a shared secret compared with a request's
@@ -243,6 +250,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Workers < 1 || c.QueueSize < 1 {
 		return fmt.Errorf("config: workers and queue-size must be at least 1")
+	}
+	if err := ValidateAllowRegistries(c.AllowRegistries); err != nil {
+		return fmt.Errorf("config %w", err)
 	}
 	return nil
 }

@@ -63,6 +63,10 @@ type Server struct {
 	now          func() time.Time
 	eventsToken  string
 	harborToken  string
+	// guard refuses registries on internal addresses (guard.go); allow
+	// adds to the config's allow-list when New builds it.
+	guard *RegistryGuard
+	allow []string
 
 	// admit holds what decides an admission answer and can change at run
 	// time (Reload); the rest of cfg is fixed for the server's life.
@@ -134,6 +138,20 @@ func WithInsecureRegistries(hosts ...string) Option {
 	return func(s *Server) { s.insecure = append(s.insecure, hosts...) }
 }
 
+// WithAllowRegistries adds to the config's allow_registries: loopback and
+// private registries the server may contact (--allow-registry).
+func WithAllowRegistries(patterns ...string) Option {
+	return func(s *Server) { s.allow = append(s.allow, patterns...) }
+}
+
+// WithRegistryGuard sets the guard every registry connection of the server
+// goes through (default: one built from allow_registries and
+// WithAllowRegistries). Give the same guard's DialContext to the image
+// scanner (image.Options.Dial) and its Transport to the signature verifier
+// and the referrers store, so that every request the server makes for an
+// image is checked.
+func WithRegistryGuard(g *RegistryGuard) Option { return func(s *Server) { s.guard = g } }
+
 // WithClock replaces time.Now (tests).
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
 
@@ -163,6 +181,15 @@ func New(opts ...Option) (*Server, error) {
 	if s.harborToken, err = s.cfg.Harbor.token(); err != nil {
 		return nil, err
 	}
+	if s.guard == nil {
+		allow := append(slices.Clip(s.cfg.AllowRegistries), s.allow...)
+		if s.guard, err = NewRegistryGuard(allow); err != nil {
+			return nil, err
+		}
+	}
+	// The guard's transport comes first, so that a test's own transport
+	// (WithRemoteOptions) still replaces it.
+	s.remoteOpts = append([]remote.Option{remote.WithTransport(s.guard.Transport())}, s.remoteOpts...)
 	s.admit.Store(&admitRules{cfg: s.cfg, sigs: s.sigs})
 	s.metrics = newMetrics()
 	s.tags = newTagCache(s.cfg.TagTTL, s.now)
@@ -198,6 +225,7 @@ func (s *Server) Reload(c Config, sigs SignatureVerifier) (needRestart []string,
 		{"events", c.Events == old.Events}, {"harbor", c.Harbor == old.Harbor},
 		{"workers", c.Workers == old.Workers}, {"queue-size", c.QueueSize == old.QueueSize},
 		{"retries", c.Retries == old.Retries && c.RetryBackoff == old.RetryBackoff}, {"store", c.Store == old.Store},
+		{"allow_registries", slices.Equal(c.AllowRegistries, old.AllowRegistries)},
 	} {
 		if !f.same {
 			needRestart = append(needRestart, f.key)

@@ -74,6 +74,7 @@ func run(mb int) error {
 		server.WithScanner(server.Pipeline{Scanner: sc}),
 		server.WithRulesVersion(sc.RulesVersion()),
 		server.WithLogger(slog.New(slog.NewJSONHandler(os.Stderr, nil))),
+		server.WithAllowRegistries("127.0.0.1:*"), // the benchmark's registry is on loopback
 	)
 	if err != nil {
 		return err

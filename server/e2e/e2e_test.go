@@ -140,7 +140,8 @@ func TestPushThenAdmit(t *testing.T) {
 	cfg.NoVerdict = server.Deny // the verdict must come from the push
 	s, err := server.New(server.WithConfig(cfg),
 		server.WithScanner(server.Pipeline{Scanner: sc}),
-		server.WithRulesVersion(sc.RulesVersion()))
+		server.WithRulesVersion(sc.RulesVersion()),
+		server.WithAllowRegistries("127.0.0.1:*")) // the test's registry is on loopback
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,7 +184,7 @@ func admissionVerdict(t *testing.T, cfg string, ref name.Digest) *verdict.Verdic
 	scfg := server.DefaultConfig()
 	scfg.ScanDeadline = time.Minute
 	srv, err := server.New(server.WithConfig(scfg), server.WithScanner(server.Pipeline{Scanner: sc}), server.WithStore(store),
-		server.WithRulesVersion(sc.RulesVersion()), server.WithInsecureRegistries(ref.RegistryStr()))
+		server.WithRulesVersion(sc.RulesVersion()), server.WithInsecureRegistries(ref.RegistryStr()), server.WithAllowRegistries(ref.RegistryStr()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
 	"github.com/mlwarden/mlwarden/scanners/config"
@@ -96,9 +98,17 @@ func runServe(cmd *cobra.Command, a *app) error {
 	if st := v.String("store"); st != "" {
 		cfg.Store.Path = st
 	}
+	// One guard for every connection made for an image a request names:
+	// the scan, tag resolution, signatures and the referrers store.
+	allow := append(slices.Clip(cfg.AllowRegistries), v.List("allow-registry")...)
+	guard, err := server.NewRegistryGuard(allow)
+	if err != nil {
+		return usageError("--allow-registry: %v", err)
+	}
 	sc, err := a.pipeline(v, func(o *scan.Options) {
 		o.Warn = func(w string) { log.Warn(w) }
 		o.Timeout = 0 // the server bounds each scan itself (below)
+		o.Image.Dial = guard.DialContext
 	})
 	if err != nil {
 		return err
@@ -111,7 +121,7 @@ func runServe(cmd *cobra.Command, a *app) error {
 	if c := sc.Cache(); c.Shared() {
 		shared = verdict.NewCache(c)
 	}
-	store, closeStore, err := openServeStore(cfg.Store, shared)
+	store, closeStore, err := openServeStore(cfg.Store, shared, guard)
 	if err != nil {
 		return err
 	}
@@ -119,7 +129,7 @@ func runServe(cmd *cobra.Command, a *app) error {
 
 	insecure := v.List("insecure-registry")
 	opts := []server.Option{}
-	sigs, err := serveVerifier(cfg, v.String("config"), insecure)
+	sigs, err := serveVerifier(cfg, v.String("config"), insecure, guard)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -135,6 +145,7 @@ func runServe(cmd *cobra.Command, a *app) error {
 		server.WithRulesVersion(sc.RulesVersion()),
 		server.WithVersion(a.build.Version),
 		server.WithInsecureRegistries(insecure...),
+		server.WithRegistryGuard(guard),
 	)...)
 	if err != nil {
 		return usageError("%v", err)
@@ -145,7 +156,7 @@ func runServe(cmd *cobra.Command, a *app) error {
 			if err != nil {
 				return cfg, nil, err
 			}
-			sigs, err := serveVerifier(cfg, path, insecure)
+			sigs, err := serveVerifier(cfg, path, insecure, guard)
 			return cfg, sigs, err
 		})
 		defer stop()
@@ -159,7 +170,7 @@ func runServe(cmd *cobra.Command, a *app) error {
 // serveVerifier builds the signature verifier the config's signature-policy
 // asks for (nil when it names no images); key and root files are relative
 // to the config file.
-func serveVerifier(cfg server.Config, configPath string, insecure []string) (server.SignatureVerifier, error) {
+func serveVerifier(cfg server.Config, configPath string, insecure []string, guard *server.RegistryGuard) (server.SignatureVerifier, error) {
 	if len(cfg.SignaturePolicy.Images) == 0 {
 		return nil, nil
 	}
@@ -171,7 +182,8 @@ func serveVerifier(cfg server.Config, configPath string, insecure []string) (ser
 	if len(insecure) > 0 {
 		nameOpts = append(nameOpts, name.Insecure)
 	}
-	sigs, err := signatures.New(signatures.WithPolicy(pol), signatures.WithNameOptions(nameOpts...))
+	sigs, err := signatures.New(signatures.WithPolicy(pol), signatures.WithNameOptions(nameOpts...),
+		signatures.WithRegistryOptions(remote.WithTransport(guard.Transport())))
 	if err != nil {
 		return nil, fmt.Errorf("%s: signature-policy: %w", configPath, err)
 	}
@@ -221,7 +233,7 @@ func reloadOnHangup(ctx context.Context, srv *server.Server, log *slog.Logger, n
 // openServeStore opens the verdict stores the config names: the bbolt file
 // (or memory), then shared (the shared result cache, when set), then the
 // registry referrers when enabled.
-func openServeStore(c server.StoreConfig, shared verdict.Store) (verdict.Store, func(), error) {
+func openServeStore(c server.StoreConfig, shared verdict.Store, guard *server.RegistryGuard) (verdict.Store, func(), error) {
 	var local verdict.Store = verdict.NewMemory()
 	closeFn := func() {}
 	if c.Path != "" {
@@ -247,6 +259,9 @@ func openServeStore(c server.StoreConfig, shared verdict.Store) (verdict.Store, 
 		return nil, nil, err
 	}
 	ropts := []verdict.ReferrersOption{verdict.WithVerifier(ver)}
+	if guard != nil {
+		ropts = append(ropts, verdict.WithRemoteOptions(remote.WithTransport(guard.Transport())))
+	}
 	if c.Key != "" {
 		env := c.KeyPasswordEnv
 		if env == "" {

@@ -56,12 +56,12 @@ func TestServeReplicasShareVerdicts(t *testing.T) {
 		if c := sc.Cache(); c.Shared() {
 			shared = verdict.NewCache(c)
 		}
-		store, closeStore, err := openServeStore(server.StoreConfig{}, shared)
+		store, closeStore, err := openServeStore(server.StoreConfig{}, shared, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(closeStore)
-		opts := []server.Option{server.WithStore(store), server.WithRulesVersion(sc.RulesVersion()), server.WithInsecureRegistries(host)}
+		opts := []server.Option{server.WithStore(store), server.WithRulesVersion(sc.RulesVersion()), server.WithInsecureRegistries(host), server.WithAllowRegistries(host)}
 		if withScanner {
 			opts = append(opts, server.WithScanner(server.Pipeline{Scanner: sc}))
 		}

@@ -97,3 +97,30 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestServeRefusesOpenSettings (issue 37, item 22): an allow-list entry
+// that is no registry, or allows every host, stops serve at startup
+// (exit 2), naming what.
+func TestServeRefusesOpenSettings(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, yaml string
+		args       []string
+		want       string
+	}{
+		{name: "flag not a host", args: []string{"--allow-registry", "http://registry.example"}, want: "allow"},
+		{name: "flag every host", args: []string{"--allow-registry", "*"}, want: "allows every host"},
+		{name: "config every host", yaml: "serve:\n  allow_registries: ['*']\n", want: "allow_registries"},
+	} {
+		args := append([]string{"serve", "--listen", "127.0.0.1:0"}, tc.args...)
+		if tc.yaml != "" {
+			cfg := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml")
+			os.WriteFile(cfg, []byte(tc.yaml), 0o644)
+			args = append(args, "--config", cfg)
+		}
+		code, _, errOut := run(t, "", args...)
+		if code != ExitError || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tc.name, code, errOut, tc.want)
+		}
+	}
+}
