@@ -147,6 +147,9 @@ func FuzzTemplate(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	for _, trick := range hostile.TemplateTricks() {
+		f.Add(hostile.ChatTemplateEscape(trick))
+	}
 	f.Fuzz(func(t *testing.T, src string) {
 		hits, _, _, _ := analyzeTemplate(src)
 		for _, h := range hits {

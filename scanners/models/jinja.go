@@ -48,6 +48,12 @@ type jtag struct {
 	off  int  // offset of its opening delimiter
 	end  int  // offset after its closing delimiter
 	toks []jtok
+	// lead is the data before the tag (since the previous tag, comments
+	// left out); raw is a raw block's text.
+	lead, raw string
+	// Whitespace control: {%- / {{- (trimLeft), -%} / -}} (trimRight),
+	// {%+ (plus: no lstrip_blocks).
+	trimLeft, trimRight, plus bool
 }
 
 // jinjaMaxTags bounds the tags read from one template (a 1 MiB template of
@@ -60,6 +66,8 @@ const jinjaMaxTags = 1 << 17
 // Jinja2 would refuse to compile anyway.
 func lexTemplate(src string) (tags []jtag, truncated bool) {
 	i := 0
+	dataStart := 0
+	var lead strings.Builder // data before the next tag, comments left out
 	for i < len(src) {
 		j := strings.IndexByte(src[i:], '{')
 		if j < 0 {
@@ -75,7 +83,9 @@ func lexTemplate(src string) (tags []jtag, truncated bool) {
 			if k < 0 {
 				return tags, truncated
 			}
+			lead.WriteString(src[dataStart:i])
 			i += 2 + k + 2
+			dataStart = i
 			continue
 		case '{', '%':
 		default:
@@ -87,20 +97,33 @@ func lexTemplate(src string) (tags []jtag, truncated bool) {
 		}
 		stmt := src[i+1] == '%'
 		start := i
+		lead.WriteString(src[dataStart:i])
+		t := jtag{stmt: stmt, off: start, lead: lead.String()}
+		lead.Reset()
 		i += 2
 		if i < len(src) && (src[i] == '-' || src[i] == '+') {
+			t.trimLeft, t.plus = src[i] == '-', src[i] == '+'
 			i++
 		}
 		toks, next := lexTag(src, i, stmt)
 		i = next
+		t.end, t.toks = i, toks
+		t.trimRight = i >= 3 && src[i-3] == '-' && (strings.HasSuffix(src[:i], "}}") || strings.HasSuffix(src[:i], "%}"))
 		if stmt && len(toks) > 0 && toks[0].kind == jtName && toks[0].val == "raw" {
 			// {% raw %}…{% endraw %}: everything up to endraw is data.
 			k := rawEnd(src, i)
-			tags = append(tags, jtag{stmt: true, off: start, end: i, toks: toks})
+			body := src[i:k]
+			if e := strings.LastIndex(body, "{%"); e >= 0 {
+				body = body[:e]
+			}
+			t.raw = body
+			tags = append(tags, t)
 			i = k
+			dataStart = i
 			continue
 		}
-		tags = append(tags, jtag{stmt: stmt, off: start, end: i, toks: toks})
+		tags = append(tags, t)
+		dataStart = i
 	}
 	return tags, truncated
 }
@@ -388,6 +411,7 @@ const (
 	jnList                     // [Args]
 	jnTuple                    // (Args)
 	jnDict                     // {Args[0]: Args[1], ...}
+	jnHole                     // what a {% filter %} or {% set x | f %} block filters: its body
 )
 
 type jnode struct {
@@ -415,6 +439,7 @@ type jstmt struct {
 	params  []jkwarg // macro parameters (val: the default, or nil)
 	name    string   // macro name
 	off     int
+	block   bool // {% set x %}…{% endset %}, {% set x | f %}…
 }
 
 // ---------------------------------------------------------------- parser
@@ -893,8 +918,11 @@ func parseStmt(toks []jtok) (*jstmt, string) {
 		st.targets = append(st.targets, t)
 		if p.accept("=") {
 			st.exprs = append(st.exprs, p.parseTuple(false))
-		} else if p.isOp("|") {
-			st.exprs = append(st.exprs, p.parseFilter(nil))
+		} else {
+			st.block = true
+			if p.isOp("|") {
+				st.exprs = append(st.exprs, p.parseFilter(&jnode{kind: jnHole, off: kw.off}))
+			}
 		}
 	case "with":
 		for p.peek().kind != jtEOF {
@@ -932,7 +960,7 @@ func parseStmt(toks []jtok) (*jstmt, string) {
 		p.i--
 		p.toks = append([]jtok(nil), p.toks...)
 		p.toks[p.i] = jtok{kind: jtOp, val: "|", off: kw.off}
-		st.exprs = append(st.exprs, p.parseFilter(&jnode{kind: jnConst, off: kw.off}))
+		st.exprs = append(st.exprs, p.parseFilter(&jnode{kind: jnHole, off: kw.off}))
 	case "include", "extends", "import", "from":
 		st.exprs = append(st.exprs, p.parseExpr())
 		p.i = len(p.toks) // "as x", "import a, b", "with context", "ignore missing"

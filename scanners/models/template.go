@@ -1,6 +1,7 @@
 package models
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -50,7 +51,13 @@ type templateHit struct {
 var jinjaGlobals = map[string]bool{
 	"cycler": true, "joiner": true, "namespace": true, "lipsum": true, "range": true, "dict": true,
 	"self": true, "raise_exception": true, "strftime_now": true, "url_for": true, "config": true,
-	"request": true, "get_flashed_messages": true, "session": true, "g": true,
+	"request": true, "get_flashed_messages": true, "session": true, "g": true, "loop": true,
+}
+
+// loopAttrs are what a template reads of loop (a LoopContext).
+var loopAttrs = map[string]bool{
+	"index": true, "index0": true, "revindex": true, "revindex0": true, "first": true, "last": true,
+	"length": true, "depth": true, "depth0": true, "previtem": true, "nextitem": true, "cycle": true, "changed": true,
 }
 
 // pyModules are module names that a template can only name if it reached
@@ -115,6 +122,10 @@ type jval struct {
 	// attrs are a namespace(...)'s attributes, copied to ns.x in the
 	// environment when it is assigned.
 	attrs map[string]jval
+	// subset: items are what the value may hold, not in order (a select,
+	// a sort): its first item may be any of them.
+	subset bool
+	isBool bool // true or false (num 1 or 0)
 }
 
 const (
@@ -266,6 +277,8 @@ func (e *templateEval) elems(v jval) jval {
 // joined returns the strings a join of v with sep gives.
 func (e *templateEval) joined(v jval, sep string) jval {
 	switch {
+	case len(v.items) > 0 && v.subset:
+		return jUnknown
 	case len(v.items) > 0:
 		acc := jstr("")
 		for i, it := range v.items {
@@ -416,6 +429,8 @@ type templateEval struct {
 	report bool
 	hits   []templateHit
 	seen   map[string]bool
+	tpl    *templateTree // the template's blocks, for rendering them
+	rs     renderState
 }
 
 func (e *templateEval) hit(sev scanners.Severity, what, why string, off int) {
@@ -436,7 +451,7 @@ func (e *templateEval) attr(obj jval, key jval, how string, called bool, off int
 	for _, name := range key.strs {
 		if sev, why, bad := attrDanger(name, called); bad {
 			e.hit(sev, fmt.Sprintf("%s %s", how, name), why, off)
-		} else if obj.glob != "" && !(obj.glob == "self" && called) {
+		} else if obj.glob != "" && !(obj.glob == "self" && called) && !(obj.glob == "loop" && loopAttrs[name] && how == "attribute") {
 			e.hit(scanners.SeverityHigh, fmt.Sprintf("%s %s of the global %s", how, name, obj.glob),
 				"it walks the attributes of a Jinja global function object itself, which leads to its module's globals; no template reads them", off)
 		} else if (name == "format" || name == "format_map") && how == "|attr" {
@@ -479,6 +494,8 @@ func (e *templateEval) stmt(st *jstmt) {
 				v = vals[i]
 			case st.keyword == "set" && len(vals) > 0:
 				v = vals[0]
+			case st.keyword == "set" && st.block && len(e.rs.hole) > 0:
+				v = e.rs.hole[len(e.rs.hole)-1]
 			}
 			setTarget(e, t, v)
 		}
@@ -507,14 +524,6 @@ func (e *templateEval) stmt(st *jstmt) {
 	}
 }
 
-func (e *templateEval) kw(n *jnode, name string) *jnode {
-	for _, k := range n.kwargs {
-		if k.name == name {
-			return k.val
-		}
-	}
-	return nil
-}
 
 func (e *templateEval) eval(n *jnode, called bool) jval {
 	if n == nil {
@@ -529,6 +538,15 @@ func (e *templateEval) eval(n *jnode, called bool) jval {
 			if v, err := strconv.ParseInt(strings.ReplaceAll(n.num, "_", ""), 0, 64); err == nil {
 				return jval{num: v, isNum: true}
 			}
+		case n.name == "true":
+			return jval{num: 1, isNum: true, isBool: true}
+		case n.name == "false":
+			return jval{num: 0, isNum: true, isBool: true}
+		}
+		return jUnknown
+	case jnHole:
+		if len(e.rs.hole) > 0 {
+			return e.rs.hole[len(e.rs.hole)-1]
 		}
 		return jUnknown
 	case jnName:
@@ -557,7 +575,7 @@ func (e *templateEval) eval(n *jnode, called bool) jval {
 	case jnGetitem:
 		obj := e.eval(n.x, false)
 		key := e.eval(n.args[0], false)
-		if key.isNum && len(obj.strs) > 0 {
+		if key.isNum && len(obj.strs) > 0 && obj.glob == "" {
 			return e.mapStrs(obj, func(s string) string {
 				rs := []rune(s)
 				i := key.num
@@ -570,6 +588,9 @@ func (e *templateEval) eval(n *jnode, called bool) jval {
 				return string(rs[i])
 			})
 		}
+		if key.isNum && len(obj.items) > 0 && obj.subset {
+			return e.elems(obj)
+		}
 		if key.isNum && len(obj.items) > 0 {
 			if key.num >= 0 && key.num < int64(len(obj.items)) {
 				return obj.items[key.num]
@@ -577,9 +598,18 @@ func (e *templateEval) eval(n *jnode, called bool) jval {
 			return jUnknown
 		}
 		e.attr(obj, key, "subscript", called, n.off)
+		e.globalKey(obj, key, n.off)
+		if obj.glob != "" {
+			return jval{glob: obj.glob, unknown: true}
+		}
 		return jUnknown
 	case jnSlice:
 		obj := e.eval(n.x, false)
+		if obj.glob != "" {
+			e.hit(scanners.SeverityHigh, "a slice of the global "+obj.glob,
+				"it takes characters out of how a Jinja global prints, which is how templates spell the Python internals they reach without writing them; no template reads them", n.off)
+			return jval{glob: obj.glob, unknown: true}
+		}
 		var idx [3]*int64
 		for i, a := range n.args {
 			if a != nil {
@@ -603,48 +633,11 @@ func (e *templateEval) eval(n *jnode, called bool) jval {
 		return jUnknown
 	case jnBinary:
 		a, b := e.eval(n.x, false), e.eval(n.y, false)
-		switch n.name {
-		case "~":
-			return e.cross(stringish(a), stringish(b), func(x, y string) string { return x + y })
-		case "+":
-			if a.isNum && b.isNum {
-				return jval{num: a.num + b.num, isNum: true}
-			}
-			if len(a.items) > 0 || len(b.items) > 0 {
-				return jval{items: e.addItems(e.addItems(nil, a.items...), b.items...)}
-			}
-			return e.cross(a, b, func(x, y string) string { return x + y })
-		case "-":
-			if a.isNum && b.isNum {
-				return jval{num: a.num - b.num, isNum: true}
-			}
-		case "*":
-			switch {
-			case a.isNum && b.isNum:
-				return jval{num: a.num * b.num, isNum: true}
-			case len(a.strs) > 0 && b.isNum:
-				return e.mapStrs(a, func(s string) string { return repeat(s, b.num) })
-			case a.isNum && len(b.strs) > 0:
-				return e.mapStrs(b, func(s string) string { return repeat(s, a.num) })
-			}
-		case "%":
-			if a.isNum && b.isNum && b.num != 0 {
-				return jval{num: a.num % b.num, isNum: true}
-			}
-			args := []jval{b}
-			if len(b.items) > 0 {
-				args = b.items
-			}
-			return e.mapStrs(a, func(s string) string {
-				if r, ok := pyPercent(s, args); ok {
-					return r
-				}
-				return ""
-			})
-		case "or":
-			return e.union(a, b)
+		v := e.binary(n, a, b)
+		if g := cmp.Or(a.glob, b.glob); g != "" && (n.name == "~" || n.name == "+" || n.name == "*" || n.name == "%") {
+			v.glob, v.unknown = g, true
 		}
-		return jUnknown
+		return v
 	case jnUnary:
 		v := e.eval(n.x, false)
 		if n.name == "-" && v.isNum {
@@ -674,8 +667,57 @@ func (e *templateEval) eval(n *jnode, called bool) jval {
 	return jUnknown
 }
 
+// binary folds a binary operator's operands a and b.
+func (e *templateEval) binary(n *jnode, a, b jval) jval {
+	switch n.name {
+	case "~":
+		return e.cross(stringish(a), stringish(b), func(x, y string) string { return x + y })
+	case "+":
+		if a.isNum && b.isNum {
+			return jval{num: a.num + b.num, isNum: true}
+		}
+		if len(a.items) > 0 || len(b.items) > 0 {
+			return jval{items: e.addItems(e.addItems(nil, a.items...), b.items...)}
+		}
+		return e.cross(a, b, func(x, y string) string { return x + y })
+	case "-":
+		if a.isNum && b.isNum {
+			return jval{num: a.num - b.num, isNum: true}
+		}
+	case "*":
+		switch {
+		case a.isNum && b.isNum:
+			return jval{num: a.num * b.num, isNum: true}
+		case len(a.strs) > 0 && b.isNum:
+			return e.mapStrs(a, func(s string) string { return repeat(s, b.num) })
+		case a.isNum && len(b.strs) > 0:
+			return e.mapStrs(b, func(s string) string { return repeat(s, a.num) })
+		}
+	case "%":
+		if a.isNum && b.isNum && b.num != 0 {
+			return jval{num: a.num % b.num, isNum: true}
+		}
+		args := []jval{b}
+		if len(b.items) > 0 {
+			args = b.items
+		}
+		return e.mapStrs(a, func(s string) string {
+			if r, ok := pyPercent(s, args); ok {
+				return r
+			}
+			return ""
+		})
+	case "or":
+		return e.union(a, b)
+	}
+	return jUnknown
+}
+
 // stringish is what ~ makes of a value: numbers become their text.
 func stringish(v jval) jval {
+	if v.isBool && len(v.strs) == 0 {
+		return jstr(map[bool]string{true: "True", false: "False"}[v.num != 0])
+	}
 	if v.isNum && len(v.strs) == 0 {
 		return jstr(strconv.FormatInt(v.num, 10))
 	}
@@ -752,7 +794,7 @@ func (e *templateEval) call(n *jnode, called bool) jval {
 			for _, k := range n.kwargs {
 				e.env[k.name] = e.union(e.env[k.name], e.eval(k.val, false))
 			}
-			return jUnknown
+			return e.renderMacro(fn.name, prms, args, n.kwargs)
 		}
 		if _, shadowed := e.env[fn.name]; !shadowed {
 			switch fn.name {
@@ -762,6 +804,10 @@ func (e *templateEval) call(n *jnode, called bool) jval {
 				// it; its key is an attribute walk like |attr.
 				if len(args) >= 2 {
 					e.attr(args[0], args[1], "getattr()", called, n.off)
+					if !args[1].known() {
+						e.hit(scanners.SeverityHigh, "getattr() with a computed name",
+							"the attribute name is built at render time, which is how templates hide the Python internals they reach; no chat template needs it", n.off)
+					}
 				}
 				return jUnknown
 			case "dict":
@@ -788,6 +834,18 @@ func (e *templateEval) call(n *jnode, called bool) jval {
 	case jnGetattr:
 		obj := e.eval(fn.x, false)
 		e.eval(fn, true)
+		if obj.glob == "self" && fn.x.kind == jnName {
+			return e.renderBlock(fn.name)
+		}
+		if obj.glob == "loop" && fn.name == "cycle" && fn.x.kind == jnName {
+			return e.cycle(args)
+		}
+		if obj.glob != "" {
+			return jval{glob: obj.glob, unknown: true}
+		}
+		if v, ok := e.method(fn.name, obj, args); ok {
+			return v
+		}
 		switch fn.name {
 		case "format", "format_map":
 			for _, s := range obj.strs {
@@ -854,15 +912,28 @@ func (e *templateEval) filter(n *jnode) jval {
 	for i, a := range n.args {
 		args[i] = e.eval(a, false)
 	}
-	kw := func(name string) (jval, bool) {
-		if x := e.kw(n, name); x != nil {
-			return e.eval(x, false), true
-		}
-		return jval{}, false
-	}
+	kws := map[string]jval{}
 	for _, k := range n.kwargs {
-		e.eval(k.val, false)
+		kws[k.name] = e.eval(k.val, false)
 	}
+	out := e.applyFilter(n.name, in, args, kws, n.off)
+	if in.glob != "" && n.name != "attr" {
+		// What a filter makes of a Jinja global (its text, its
+		// characters) is still the global's: a key or slice of it is
+		// checked as one.
+		out.glob, out.unknown = in.glob, true
+	}
+	return out
+}
+
+// applyFilter applies the filter name to in, as Jinja2 does where the
+// result can be known; off is where the filter is, for hits.
+func (e *templateEval) applyFilter(name string, in jval, args []jval, kws map[string]jval, off int) jval {
+	kw := func(k string) (jval, bool) {
+		v, ok := kws[k]
+		return v, ok
+	}
+	n := &jnode{name: name, off: off}
 	if attrArgs[n.name] {
 		var paths []jval
 		if v, ok := kw("attribute"); ok {
@@ -877,6 +948,10 @@ func (e *templateEval) filter(n *jnode) jval {
 		for _, pv := range paths {
 			for _, path := range pv.strs {
 				e.attr(in, jval{strs: strings.Split(path, ".")}, "|"+n.name+"(attribute)", false, n.off)
+			}
+			if !pv.known() && !(len(pv.strs) == 0 && pv.isNum) {
+				e.hit(scanners.SeverityHigh, "|"+n.name+" with a computed attribute",
+					"the attribute path is built at render time, which is how templates hide the Python internals they reach; no chat template needs it", n.off)
 			}
 		}
 	}
@@ -928,7 +1003,7 @@ func (e *templateEval) filter(n *jnode) jval {
 		return e.mapStrs(in, strings.TrimSpace)
 	case "reverse":
 		if len(in.items) > 0 {
-			r := jval{items: slices.Clone(in.items)}
+			r := jval{items: slices.Clone(in.items), subset: in.subset}
 			slices.Reverse(r.items)
 			return r
 		}
@@ -937,7 +1012,10 @@ func (e *templateEval) filter(n *jnode) jval {
 			slices.Reverse(rs)
 			return string(rs)
 		})
-	case "string", "e", "escape", "safe", "forceescape", "striptags", "urlencode":
+	case "string", "safe":
+		if in.isNum && len(in.strs) == 0 {
+			return stringish(in)
+		}
 		return in
 	case "list":
 		if len(in.keys) > 0 || len(in.items) > 0 {
@@ -953,6 +1031,8 @@ func (e *templateEval) filter(n *jnode) jval {
 		return jUnknown
 	case "first", "last":
 		switch {
+		case len(in.items) > 0 && in.subset:
+			return e.elems(in)
 		case len(in.items) > 0:
 			if n.name == "first" {
 				return in.items[0]
@@ -980,19 +1060,14 @@ func (e *templateEval) filter(n *jnode) jval {
 		}
 		return in
 	}
-	return jUnknown
+	return e.foldFilter(name, in, args, kws)
 }
 
 // analyzeTemplate parses a chat template and returns the gadgets it holds,
 // and the tags it could not parse (checked token by token instead).
 func analyzeTemplate(src string) (hits []templateHit, unparsed int, firstErr string, limited bool) {
 	tags, _ := lexTemplate(src)
-	type parsed struct {
-		out  *jnode
-		st   *jstmt
-		fail bool
-	}
-	ps := make([]parsed, len(tags))
+	ps := make([]parsedTag, len(tags))
 	for i, t := range tags {
 		var err string
 		if t.stmt {
@@ -1009,6 +1084,7 @@ func analyzeTemplate(src string) (hits []templateHit, unparsed int, firstErr str
 		}
 	}
 	e := &templateEval{env: map[string]jval{}, macros: map[string][]jkwarg{}, seen: map[string]bool{}}
+	e.tpl = buildTree(tags, ps)
 	// Three passes: values assigned after their use (in a loop, a macro
 	// called before it is defined) reach it on a later pass; only the
 	// last pass reports.
@@ -1019,7 +1095,7 @@ func analyzeTemplate(src string) (hits []templateHit, unparsed int, firstErr str
 			case p.fail:
 				e.tokens(tags[i].toks)
 			case p.st != nil:
-				e.stmt(p.st)
+				e.stmtAt(i, p.st)
 			case p.out != nil:
 				e.eval(p.out, false)
 			}
