@@ -11,9 +11,18 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/ulikunitz/xz"
 	"github.com/ulikunitz/xz/lzma"
 )
@@ -336,3 +345,204 @@ func LongLine(size int, token string) []byte {
 // InjectionName is a file name that clears the screen, sets the window
 // title and forges a summary line.
 const InjectionName = "x\x1b[2J\x1b]0;pwned\x07\nmlwarden: 1 target, 0 critical, 0 high, 0 medium, 0 low, 0 info\n.sh"
+
+// ---------------------------------------------------------------------------
+// Issue 37, item 20: payloads beside an image or a Hub cache's snapshots —
+// files a walk that reads only the image's (or the snapshots') view never
+// scans. Layouts and archives are written with go-containerregistry's own
+// writers.
+
+// ExecPickle is a pickle (protocol 4) that calls
+// builtins.exec("print('x')") when loaded.
+func ExecPickle() []byte {
+	su := func(s string) []byte { return append([]byte{0x8c, byte(len(s))}, s...) }
+	var b bytes.Buffer
+	b.WriteString("\x80\x04")
+	b.Write(su("builtins"))
+	b.Write(su("exec"))
+	b.WriteByte(0x93) // STACK_GLOBAL
+	b.Write(su("print('x')"))
+	b.WriteString("\x85R.") // TUPLE1, REDUCE, STOP
+	return b.Bytes()
+}
+
+// besideImage is a harmless one-layer image.
+func besideImage() (v1.Image, error) {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	body := "print('hello')\n"
+	tw.WriteHeader(&tar.Header{Name: "app/main.py", Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+	tw.Write([]byte(body))
+	tw.Close()
+	data := b.Bytes()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+	if err != nil {
+		return nil, err
+	}
+	return mutate.AppendLayers(empty.Image, l)
+}
+
+// OCILayoutBeside writes at dir an OCI image layout of one harmless image
+// and, beside its blobs, what the image's walk never reads: evil.pkl
+// (ExecPickle), sub/creds.env (HF_TOKEN=token), and a blob no manifest
+// names, an ExecPickle stored under its digest as any blob is. It returns
+// that blob's path in the layout (blobs/sha256/HEX).
+func OCILayoutBeside(dir, token string) (string, error) {
+	img, err := besideImage()
+	if err != nil {
+		return "", err
+	}
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return "", err
+	}
+	if err := p.AppendImage(img); err != nil {
+		return "", err
+	}
+	pkl := ExecPickle()
+	h, _, err := v1.SHA256(bytes.NewReader(pkl))
+	if err != nil {
+		return "", err
+	}
+	if err := p.WriteBlob(h, io.NopCloser(bytes.NewReader(pkl))); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "evil.pkl"), pkl, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "creds.env"), []byte("HF_TOKEN="+token+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	return "blobs/sha256/" + h.Hex, nil
+}
+
+// DockerArchiveBeside writes at file a `docker save` archive of the same
+// image (tarball.Write) with, after its members, evil.pkl (ExecPickle),
+// creds.env (HF_TOKEN=token), and a second member named as its first layer
+// that holds a credential: go-containerregistry reads the first member of
+// a name, so the second is never the layer. It returns that name.
+func DockerArchiveBeside(file, token string) (string, error) {
+	img, err := besideImage()
+	if err != nil {
+		return "", err
+	}
+	tag, err := name.NewTag("example.com/beside:1")
+	if err != nil {
+		return "", err
+	}
+	var saved bytes.Buffer
+	if err := tarball.Write(tag, img, &saved); err != nil {
+		return "", err
+	}
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	tr := tar.NewReader(&saved)
+	layer := ""
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+		if layer == "" && strings.HasSuffix(h.Name, ".tar.gz") {
+			layer = h.Name
+		}
+		tw.WriteHeader(h)
+		if _, err := io.Copy(tw, tr); err != nil {
+			return "", err
+		}
+	}
+	if layer == "" {
+		return "", fmt.Errorf("no layer member in the saved image")
+	}
+	creds := []byte("HF_TOKEN=" + token + "\n")
+	for _, m := range []struct {
+		name string
+		body []byte
+	}{{"evil.pkl", ExecPickle()}, {"creds.env", creds}, {layer, creds}} {
+		tw.WriteHeader(&tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.body)), Typeflag: tar.TypeReg})
+		tw.Write(m.body)
+	}
+	if err := tw.Close(); err != nil {
+		return "", err
+	}
+	return layer, os.WriteFile(file, out.Bytes(), 0o644)
+}
+
+// HubCacheCommit is the commit of HubCacheBeside's snapshot.
+const HubCacheCommit = "0123456789abcdef0123456789abcdef01234567"
+
+// HubCacheBeside writes at root a Hub cache with one repository folder,
+// models--org--beside, whose snapshot links settings.env (HF_TOKEN=token)
+// to its blob blobs/a1b2c3, and what a walk of the snapshots never reads:
+// blobs/unlinked (ExecPickle, no snapshot links it),
+// models--org--beside/evil.pkl (ExecPickle, beside blobs/), refs/pr/1
+// holding a credential, and .locks/models--org--beside/x.lock holding one
+// too. It returns the repository folder.
+func HubCacheBeside(root, token string) (string, error) {
+	repo := filepath.Join(root, "models--org--beside")
+	snap := filepath.Join(repo, "snapshots", HubCacheCommit)
+	locks := filepath.Join(root, ".locks", "models--org--beside")
+	for _, d := range []string{filepath.Join(repo, "blobs"), filepath.Join(repo, "refs", "pr"), snap, locks} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
+	}
+	creds := []byte("HF_TOKEN=" + token + "\n")
+	for _, f := range []struct {
+		path string
+		body []byte
+	}{
+		{filepath.Join(repo, "blobs", "a1b2c3"), creds},
+		{filepath.Join(repo, "blobs", "unlinked"), ExecPickle()},
+		{filepath.Join(repo, "evil.pkl"), ExecPickle()},
+		{filepath.Join(repo, "refs", "main"), []byte(HubCacheCommit)},
+		{filepath.Join(repo, "refs", "pr", "1"), creds},
+		{filepath.Join(locks, "x.lock"), creds},
+	} {
+		if err := os.WriteFile(f.path, f.body, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return repo, os.Symlink("../../blobs/a1b2c3", filepath.Join(snap, "settings.env"))
+}
+
+// OCILayoutPlatforms writes at dir an OCI image layout whose index holds
+// two images: a harmless one for linux/host (the platform a scan picks by
+// default) and one for linux/s390x whose layer holds creds.env
+// (HF_TOKEN=token). A walk of the picked image never reads the other's
+// blobs.
+func OCILayoutPlatforms(dir, host, token string) error {
+	harmless, err := besideImage()
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	creds := "HF_TOKEN=" + token + "\n"
+	tw.WriteHeader(&tar.Header{Name: "app/creds.env", Mode: 0o644, Size: int64(len(creds)), Typeflag: tar.TypeReg})
+	tw.Write([]byte(creds))
+	tw.Close()
+	data := b.Bytes()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+	if err != nil {
+		return err
+	}
+	other, err := mutate.AppendLayers(empty.Image, l)
+	if err != nil {
+		return err
+	}
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
+	}
+	if err := p.AppendImage(harmless, layout.WithPlatform(v1.Platform{OS: "linux", Architecture: host})); err != nil {
+		return err
+	}
+	return p.AppendImage(other, layout.WithPlatform(v1.Platform{OS: "linux", Architecture: "s390x"}))
+}
