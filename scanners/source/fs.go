@@ -43,8 +43,37 @@ type fsSource struct {
 	rootDir *os.Root
 	fsys    fs.FS
 
+	// skip are files (absolute paths as listed) that the walk leaves to
+	// an image's walk: the blobs of a layout it scanned (nested.go). Only
+	// the listing goroutine uses it.
+	skip map[string]bool
+	// layoutRefs: the root is an oci: target's layout, whose image the
+	// image source walks; every blob its index reaches is the image's.
+	layoutRefs bool
+	// archiveNote: name a docker archive's members scanned as plain files
+	// in a note (a docker-archive: target, where the user asked for the
+	// image).
+	archiveNote bool
+	// archiveOnly: the root is a docker-archive: target, whose image the
+	// image source walks; only the archive's other members are read here.
+	archiveOnly bool
+
 	mu     sync.Mutex
 	broken []string // symlinks to nothing: no content, so not errors
+	notes  []string
+}
+
+func (s *fsSource) addNote(n string) {
+	s.mu.Lock()
+	s.notes = append(s.notes, n)
+	s.mu.Unlock()
+}
+
+func (s *fsSource) kind() scanners.TargetKind {
+	if s.single {
+		return scanners.KindFile
+	}
+	return scanners.KindDir
 }
 
 // OpenFS returns a source for a file or a directory. It never follows a
@@ -93,13 +122,10 @@ func (s *fsSource) Close() error { return s.rootDir.Close() }
 func (s *fsSource) FS() fs.FS { return s.fsys }
 
 func (s *fsSource) Target() scanners.Target {
-	k := scanners.KindDir
-	if s.single {
-		k = scanners.KindFile
-	}
-	t := scanners.Target{Name: s.name, Kind: k}
+	t := scanners.Target{Name: s.name, Kind: s.kind()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	t.Notes = append(t.Notes, s.notes...)
 	if n := len(s.broken); n > 0 {
 		shown := s.broken[:min(n, 5)]
 		more := ""
@@ -177,14 +203,26 @@ func (s *fsSource) walkDir(ctx context.Context, sink scanners.Sink, jobs chan<- 
 			sink.Error(scanners.Error{Target: s.name, Path: relOrDot(rel), Message: fmt.Sprintf("read directory: %v", errMsg(err))})
 			// ReadDir returns what it read before the error.
 		}
-		if isOCILayout(entries) {
-			// An image: walked layer by layer, not as blobs (nested.go).
-			s.walkImage(ctx, sink, image.SchemeOCI, dir, rel)
-			return nil
+		if isOCILayout(entries) || s.layoutRefs && rel == "" {
+			// An image: walked layer by layer, not as blobs; the blobs
+			// it scanned are its, everything else is walked here too
+			// (nested.go).
+			if s.skip == nil {
+				s.skip = map[string]bool{}
+			}
+			for p := range s.layoutScanned(ctx, dir) {
+				s.skip[p] = true
+			}
+			if !s.layoutRefs || rel != "" {
+				s.walkImage(ctx, sink, image.SchemeOCI, dir, rel)
+			}
 		}
 		for _, e := range entries {
 			name := e.Name()
 			abs := filepath.Join(dir, name)
+			if s.skip[abs] {
+				continue // an image's blob, scanned as the image
+			}
 			r := name
 			if rel != "" {
 				r = rel + "/" + name
@@ -276,9 +314,15 @@ func (s *fsSource) scanFile(ctx context.Context, sink scanners.Sink, j fsJob) {
 		return
 	}
 	defer f.Close()
+	if s.archiveOnly {
+		s.archiveRest(ctx, sink, f, j.abs, j.rel) // the image source walks the image
+		return
+	}
 	if isDockerArchive(j.abs, fi.Size()) {
-		// An image: walked layer by layer, not as an archive (nested.go).
+		// An image: walked layer by layer, not as an archive; its other
+		// members as files (nested.go).
 		s.walkImage(ctx, sink, image.SchemeDockerArchive, j.abs, j.rel)
+		s.archiveRest(ctx, sink, f, j.abs, j.rel)
 		return
 	}
 	a := &scanners.Artifact{

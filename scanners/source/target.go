@@ -2,9 +2,13 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -46,7 +50,11 @@ func Open(ctx context.Context, target string, o Options) (scanners.Source, error
 			if rest == "" {
 				return nil, fmt.Errorf("target %q: nothing after %q", target, scheme+":")
 			}
-			return image.Open(ctx, scheme, rest, o.Image)
+			src, err := image.Open(ctx, scheme, rest, o.Image)
+			if err != nil || scheme == image.SchemeRegistry {
+				return src, err
+			}
+			return withLocalFiles(src, scheme, rest, o)
 		case "git":
 			if rest == "" {
 				return nil, fmt.Errorf("target %q: nothing after \"git:\"", target)
@@ -87,4 +95,96 @@ func openPath(p string, o Options) (scanners.Source, error) {
 func looksLikeImage(s string) bool {
 	_, err := name.ParseReference(s, name.StrictValidation)
 	return err == nil
+}
+
+// An oci:DIR or docker-archive:FILE target is the image the user asked
+// for, walked by the image source; but the layout's directory or the
+// archive may hold more than that image, and whatever is there travels
+// with it (a layout is copied or tarred as a directory, an archive is
+// untarred). So the rest is scanned too, as plain files of the target
+// (see docs/design/sources.md): in a layout, every file its index.json
+// does not reach (files beside the blobs, blobs no manifest names) — the
+// other platforms' blobs are the image's, chosen by --platform; in an
+// archive, every member but the configs and layers the image walk read
+// (manifest.json, anything else put in the tar), named FILE!member. A note
+// names them.
+
+// withLocalFiles returns img with the rest of its layout or archive.
+func withLocalFiles(img scanners.Source, scheme, ref string, o Options) (scanners.Source, error) {
+	fsrc, err := OpenFS(ref, o)
+	if err != nil {
+		return nil, err
+	}
+	f := fsrc.(*fsSource)
+	f.name = img.Target().Name
+	switch scheme {
+	case image.SchemeOCI:
+		f.layoutRefs = true
+	case image.SchemeDockerArchive:
+		f.archiveOnly, f.archiveNote = true, true
+	}
+	return &imageFiles{img: img, files: f}, nil
+}
+
+// imageFiles is an image target and the other files of its layout or
+// archive.
+type imageFiles struct {
+	img   scanners.Source
+	files *fsSource
+
+	mu    sync.Mutex
+	other []string // a layout's files scanned beside its image, in order
+	seen  map[string]bool
+}
+
+func (s *imageFiles) Target() scanners.Target {
+	t := s.img.Target()
+	t.Notes = append(t.Notes, s.files.Target().Notes...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.other) > 0 {
+		slices.Sort(s.other)
+		t.Notes = append(t.Notes, fmt.Sprintf("OCI layout: %d file(s) that its index.json does not reach were scanned as plain files, not as part of the image: %s", len(s.other), shortList(s.other)))
+	}
+	return t
+}
+
+func (s *imageFiles) Walk(ctx context.Context, sink scanners.Sink) error {
+	err := s.img.Walk(ctx, sink)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if s.files.layoutRefs {
+		sink = &otherFiles{Sink: sink, s: s}
+	}
+	return errors.Join(err, s.files.Walk(ctx, sink))
+}
+
+// otherFiles records the files of a layout's directory walk, for the
+// target's note (an image found in it by one name).
+type otherFiles struct {
+	scanners.Sink
+	s *imageFiles
+}
+
+func (o *otherFiles) Artifact(a *scanners.Artifact, r io.Reader) error {
+	p, _, _ := strings.Cut(a.Path, "!")
+	o.s.mu.Lock()
+	if !o.s.seen[p] {
+		if o.s.seen == nil {
+			o.s.seen = map[string]bool{}
+		}
+		o.s.seen[p] = true
+		o.s.other = append(o.s.other, p)
+	}
+	o.s.mu.Unlock()
+	return o.Sink.Artifact(a, r)
+}
+
+func (s *imageFiles) Close() error {
+	var err error
+	if c, ok := s.img.(io.Closer); ok {
+		err = c.Close()
+	}
+	return errors.Join(err, s.files.Close())
 }
