@@ -17,6 +17,9 @@ import (
 //   - string literals joined with "+" on one line are one literal
 //     ("sk-proj-" + "…" is "sk-proj-…"), so that a key split to dodge a
 //     scanner is whole again;
+//   - a value written over several lines (literals continued on the next
+//     line, a backslash-continued word, a YAML block scalar) is one value
+//     again, at its first line (joinLines);
 //   - a string subscript assigned to, os.environ["COHERE_API_KEY"] = "…",
 //     reads as COHERE_API_KEY = "…": gitleaks' rules expect the name, then
 //     an operator, and `"]` between them matched nothing (Cohere, Mistral,
@@ -28,6 +31,7 @@ func normalize(text []byte) []byte {
 	if bytes.Contains(text, []byte(`\/`)) || bytes.Contains(text, []byte(`\u00`)) {
 		text = unescapeJSON(text)
 	}
+	text = joinLines(text) // a value over several lines: joinlines.go
 	if hasConcat(text) {
 		text = joinConcat(text)
 	}
