@@ -147,6 +147,8 @@ func All() []Setting {
 	severities := []string{"critical", "high", "medium", "low", "info", "none"}
 	checks := append([]string{"all"}, catalog.Names()...)
 	scanning := []string{CmdScan, CmdSbatch, CmdServe}
+	// The commands that run the pipeline on targets, cuda check included.
+	targetCommands := []string{CmdScan, CmdSbatch, CmdServe, CmdCUDA}
 	// The report formats of scan (reports.Formats; kept here so that the
 	// table does not import the writers; a test keeps them equal).
 	reportFormats := []string{"text", "json", "sarif", "cyclonedx", "junit", "gitlab", "gitlab-secrets", "html"}
@@ -155,33 +157,33 @@ func All() []Setting {
 		{Name: "checks", Key: "checks", Type: List, Default: "all", Choices: checks, AllOf: catalog.Built(), Commands: scanning,
 			Help:       "comma list of checks to run: " + strings.Join(catalog.Names(), ", ") + ", or all",
 			PerCommand: map[string]Override{CmdSbatch: {Default: "secrets,pins,misconfig"}}},
-		{Name: "config", NoEnv: false, Type: Path, Commands: []string{CmdScan, CmdSbatch, CmdServe},
+		{Name: "config", NoEnv: false, Type: Path, Commands: []string{CmdScan, CmdSbatch, CmdServe, CmdCUDA},
 			Help: "config file in .mlwarden.yaml format (default: .mlwarden.yaml in the scanned directory, then in the current one)",
 			PerCommand: map[string]Override{
 				CmdSbatch: {Help: "config file in .mlwarden.yaml format: checks, fail-on, ignore entries, sbatch settings"},
 				CmdServe:  {Help: "config file: .mlwarden.yaml format with a serve: section (policies, namespaces, events, store), or a server config file"},
 			}},
-		{Name: "no-target-config", Type: Bool, Default: "false", Commands: []string{CmdScan},
+		{Name: "no-target-config", Type: Bool, Default: "false", Commands: []string{CmdScan, CmdCUDA},
 			Help: "never read a .mlwarden.yaml from a scanned directory (CI on untrusted pull requests); --config still applies"},
 		{Name: "fail-on", Key: "fail-on", Type: Severity, Default: "high", Choices: severities, Commands: []string{CmdScan, CmdSbatch, CmdSweepMerge},
 			Help:       "exit 1 when a finding is at or above this severity: critical, high, medium, low, info, or none (never)",
 			PerCommand: map[string]Override{CmdSbatch: {Help: "reject the job (exit 1) at or above this severity: critical, high, medium, low, info, or none (never)"}}},
-		{Name: "baseline", Key: "baseline", Type: Path, Commands: []string{CmdScan},
+		{Name: "baseline", Key: "baseline", Type: Path, Commands: []string{CmdScan, CmdCUDA},
 			Help: "a previous JSON report: its findings are suppressed"},
-		{Name: "max-file-size", Key: "max-file-size", Type: Size, Default: "64GiB", Commands: []string{CmdScan, CmdServe},
+		{Name: "max-file-size", Key: "max-file-size", Type: Size, Default: "64GiB", Commands: []string{CmdScan, CmdServe, CmdCUDA},
 			Help: "largest file to scan (e.g. 500MB, 2GiB); larger files are reported as errors, never skipped silently"},
-		{Name: "max-memory", UserOnly: "it would raise the memory the run may use", Key: "max-memory", Type: Size, Default: "1GiB", Commands: scanning,
+		{Name: "max-memory", UserOnly: "it would raise the memory the run may use", Key: "max-memory", Type: Size, Default: "1GiB", Commands: targetCommands,
 			Help: "soft ceiling on the process's memory (Go's memory limit: the collector works harder near it); every parser also bounds what one file may make it hold (0: no ceiling)"},
 		{Name: "max-archive-depth", Key: "max-archive-depth", Type: Int, Default: "3", Commands: scanning,
 			Help: "how deeply nested archives (zip, wheels, jars, tar, gz, bz2, xz, zst, 7z) are opened for the text checks, their members scanned as dist/app.whl!pkg/config.py (gitleaks' flag); what is deeper is reported; 0: archives are not opened"},
 		{Name: "secrets-config", Key: "secrets.config", Type: Path, Commands: scanning,
 			Help: "extra secret rules in gitleaks TOML format, extending the built-in set"},
-		{Name: "workers", Key: "workers", Type: Int, Default: "0", Commands: scanning,
+		{Name: "workers", Key: "workers", Type: Int, Default: "0", Commands: targetCommands,
 			Help: "files, layers and checks to work on at once (0: the number of CPUs)",
 			PerCommand: map[string]Override{
 				CmdSbatch: {Help: "with --serve: scripts to check at once (0: the number of CPUs, at least 2)"},
 			}},
-		{Name: "timeout", Key: "timeout", Type: Duration, Default: "0", Commands: scanning,
+		{Name: "timeout", Key: "timeout", Type: Duration, Default: "0", Commands: targetCommands,
 			Help: "the most the whole run may take, e.g. 10m (0: no limit); past it the run stops and exits 2",
 			PerCommand: map[string]Override{
 				CmdSbatch: {Default: "10s", Help: "the most one check may take; past it the check exits 2 (could not check)"},
@@ -209,27 +211,27 @@ func All() []Setting {
 			Help: "exit code when findings are at or above --fail-on (0 to 125, not 2, which always means the scan was not complete)"},
 		{Name: "quiet", Short: "q", Type: Bool, Default: "false", Commands: []string{CmdScan},
 			Help: "no progress bar and no summary line on standard error (warnings and errors still are)"},
-		{Name: "skip-dirs", Key: "skip-dirs", Type: List, Commands: []string{CmdScan},
+		{Name: "skip-dirs", Key: "skip-dirs", Type: List, Commands: []string{CmdScan, CmdCUDA},
 			Help: "directories to leave out, as globs relative to each target's root (a glob without / matches a name at any depth: testdata); never read, counted in a target note"},
-		{Name: "skip-files", Key: "skip-files", Type: List, Commands: []string{CmdScan},
+		{Name: "skip-files", Key: "skip-files", Type: List, Commands: []string{CmdScan, CmdCUDA},
 			Help: "files to leave out, as globs relative to each target's root (a glob without / matches a name at any depth: *.onnx); counted in a target note"},
 
 		// Images.
-		{Name: "platform", Type: String, Commands: []string{CmdScan},
+		{Name: "platform", Type: String, Commands: []string{CmdScan, CmdCUDA},
 			Help: "image platform os/arch[/variant], or all (default: this host's)"},
-		{Name: "insecure-registry", Type: List, Commands: []string{CmdScan, CmdServe, CmdPin},
+		{Name: "insecure-registry", Type: List, Commands: []string{CmdScan, CmdServe, CmdPin, CmdCUDA},
 			Help: "registry HOST[:PORT] to reach over plain HTTP (repeatable; loopback always is)"},
-		{Name: "no-cache", Type: Bool, Default: "false", Commands: []string{CmdScan},
+		{Name: "no-cache", Type: Bool, Default: "false", Commands: []string{CmdScan, CmdCUDA},
 			Help: "do not use or fill the result cache (image layers, Hub LFS files; sweep's finished targets)"},
-		{Name: "cache-max-size", Type: Size, Default: "2GiB", Commands: []string{CmdScan, CmdServe},
+		{Name: "cache-max-size", Type: Size, Default: "2GiB", Commands: []string{CmdScan, CmdServe, CmdCUDA},
 			Help: "bound of the fs result cache; entries unused for --cache-ttl go, then the least recently used (0: no bound; a Redis server bounds itself with maxmemory)"},
 
 		// The result cache (scanners/cache), shared by CI runners and replicas.
-		{Name: "cache-backend", UserOnly: "it would choose the result cache whose results are trusted", Key: "cache.backend", Type: String, Default: "fs", Commands: []string{CmdScan, CmdServe},
+		{Name: "cache-backend", UserOnly: "it would choose the result cache whose results are trusted", Key: "cache.backend", Type: String, Default: "fs", Commands: []string{CmdScan, CmdServe, CmdCUDA},
 			Help: "where results keyed by content are kept: fs (a directory on this machine), or redis://[USER:PASSWORD@]HOST:PORT[/DB] or rediss://… (TLS; ?ca=FILE for a private CA) for a Redis or Valkey server runners and serve replicas share; one that fails is a warning and a cold scan"},
-		{Name: "cache-dir", UserOnly: "it would choose the result cache whose results are trusted", Key: "cache.dir", Type: String, Commands: []string{CmdScan, CmdServe},
+		{Name: "cache-dir", UserOnly: "it would choose the result cache whose results are trusted", Key: "cache.dir", Type: String, Commands: []string{CmdScan, CmdServe, CmdCUDA},
 			Help: "directory of the fs result cache (default: the user cache directory's mlwarden/cache)"},
-		{Name: "cache-ttl", UserOnly: "it would choose how long trusted results are kept", Key: "cache.ttl", Type: Duration, Default: "720h", Commands: []string{CmdScan, CmdServe},
+		{Name: "cache-ttl", UserOnly: "it would choose how long trusted results are kept", Key: "cache.ttl", Type: Duration, Default: "720h", Commands: []string{CmdScan, CmdServe, CmdCUDA},
 			Help: "how long a cached result nobody reads is kept; each hit renews it (0: forever, or until the size bound)"},
 
 		// sweep: many targets, split into shards (it takes every scan setting too).
@@ -255,9 +257,9 @@ func All() []Setting {
 			Help: "with --emit-job: a PersistentVolumeClaim (ReadWriteMany) mounted at /reports, where each pod writes its shard's report (default: none; the results still go to the shared cache)"},
 
 		// Model sources: hf: targets, Hub caches, OCI model artifacts.
-		{Name: "download-limit", UserOnly: "it would raise how much the run may download", Key: "download-limit", Type: Size, Default: "2GiB", Commands: []string{CmdScan},
+		{Name: "download-limit", UserOnly: "it would raise how much the run may download", Key: "download-limit", Type: Size, Default: "2GiB", Commands: []string{CmdScan, CmdCUDA},
 			Help: "most bytes downloaded for one hf: target or OCI model artifact, of which only what the checks read is fetched; a file past it is an error (exit 2) named in a target note (0: no limit)"},
-		{Name: "hf-endpoint", UserOnly: "it would choose where the Hub token is sent", Key: "hf.endpoint", Type: String, Commands: []string{CmdScan},
+		{Name: "hf-endpoint", UserOnly: "it would choose where the Hub token is sent", Key: "hf.endpoint", Type: String, Commands: []string{CmdScan, CmdCUDA},
 			Help: "Hugging Face Hub URL for hf: targets, a mirror or proxy (default: $HF_ENDPOINT, else https://huggingface.co); the token comes from HF_TOKEN or the file 'hf auth login' writes, never from a flag"},
 
 		// The cuda check.
