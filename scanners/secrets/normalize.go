@@ -20,6 +20,8 @@ import (
 //   - a value written over several lines (literals continued on the next
 //     line, a backslash-continued word, a YAML block scalar) is one value
 //     again, at its first line (joinLines);
+//   - the credential argument of an ML SDK's constructor or login call
+//     reads as the provider's variable assigned (sdkContext);
 //   - a string subscript assigned to, os.environ["COHERE_API_KEY"] = "…",
 //     reads as COHERE_API_KEY = "…": gitleaks' rules expect the name, then
 //     an operator, and `"]` between them matched nothing (Cohere, Mistral,
@@ -35,6 +37,7 @@ func normalize(text []byte) []byte {
 	if hasConcat(text) {
 		text = joinConcat(text)
 	}
+	text = sdkContext(text) // cohere.Client("…") reads as CO_API_KEY="…": sdkcall.go
 	if bytes.Contains(text, []byte(`"]`)) || bytes.Contains(text, []byte(`']`)) || bytes.Contains(text, []byte(`" ]`)) {
 		text = subscriptRe.ReplaceAllFunc(text, func(m []byte) []byte {
 			sub := subscriptRe.FindSubmatch(m)
