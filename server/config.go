@@ -107,8 +107,11 @@ type TokenSource struct {
 }
 
 // HarborConfig authenticates Harbor's calls to the scanner adapter API.
-// With no token, the adapter API is open (Harbor's registration then uses
-// no authorization), as Harbor's own adapters default to.
+// The adapter is served only with a token: without one its endpoints
+// answer 403 (an open adapter scans whatever registry a caller names), and
+// a token source that gives no token (an unset variable, an empty file) is
+// an error at startup. Register the scanner in Harbor with the
+// "Bearer" authorization and the same token.
 type HarborConfig struct {
 	TokenSource `yaml:",inline"`
 }
@@ -298,9 +301,16 @@ func (e TokenSource) token() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("read token: %w", err)
 		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			return "", fmt.Errorf("token-file %s is empty", e.TokenFile)
+		}
 		return string(bytes.TrimSpace(b)), nil
 	case e.TokenEnv != "":
-		return os.Getenv(e.TokenEnv), nil
+		v := os.Getenv(e.TokenEnv)
+		if v == "" {
+			return "", fmt.Errorf("token-env: $%s is not set or empty", e.TokenEnv)
+		}
+		return v, nil
 	}
 	return "", nil
 }

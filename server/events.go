@@ -131,11 +131,7 @@ func (s *Server) eventRef(ev registryEvent) (name.Digest, error) {
 	if host == "" {
 		return name.Digest{}, fmt.Errorf("event for %s names no registry", ev.Target.Repository)
 	}
-	opts := append([]name.Option{name.StrictValidation}, s.nameOpts...)
-	if insecure {
-		opts = append(opts, name.Insecure)
-	}
-	d, err := name.NewDigest(host+"/"+ev.Target.Repository+"@"+ev.Target.Digest, opts...)
+	d, err := s.requestRef(host+"/"+ev.Target.Repository+"@"+ev.Target.Digest, insecure)
 	if err != nil {
 		return name.Digest{}, fmt.Errorf("event reference: %w", err)
 	}

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -123,11 +125,18 @@ func harborError(w http.ResponseWriter, code int, format string, args ...any) {
 	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": fmt.Sprintf(format, args...)}})
 }
 
-// harborAuthorized checks Harbor's credentials when a token is configured.
+// harborAuthorized checks Harbor's credentials. Without a token the
+// adapter is not served: an open adapter scans whatever registry a caller
+// names.
 func (s *Server) harborAuthorized(w http.ResponseWriter, r *http.Request) bool {
-	if s.harborToken == "" || authorized(r, s.harborToken) {
+	if s.harborToken == "" {
+		harborError(w, http.StatusForbidden, "the Harbor adapter is disabled: set serve.harbor.token (or token-file, token-env) and register the scanner in Harbor with it")
+		return false
+	}
+	if authorized(r, s.harborToken) {
 		return true
 	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="mlwarden"`)
 	harborError(w, http.StatusUnauthorized, "unauthorized")
 	return false
 }
@@ -168,20 +177,48 @@ func harborAuth(v string) authn.Authenticator {
 	return authn.Anonymous
 }
 
-// harborRef builds repository@digest on the registry Harbor names.
-func (s *Server) harborRef(req harborScanRequest) (name.Digest, error) {
+// harborRef builds repository@digest on the registry Harbor names, which
+// the guard must allow; it reports whether the registry is reached over
+// plain HTTP.
+func (s *Server) harborRef(req harborScanRequest) (name.Digest, bool, error) {
 	u, err := url.Parse(req.Registry.URL)
-	if err != nil || u.Host == "" {
-		return name.Digest{}, fmt.Errorf("registry.url %q is not a URL", req.Registry.URL)
+	if err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https" {
+		return name.Digest{}, false, errors.New("registry.url is not an http:// or https:// URL")
 	}
 	if req.Artifact.Repository == "" || req.Artifact.Digest == "" {
-		return name.Digest{}, errors.New("artifact.repository and artifact.digest are required")
+		return name.Digest{}, false, errors.New("artifact.repository and artifact.digest are required")
 	}
+	insecure := u.Scheme == "http"
+	d, err := s.requestRef(u.Host+"/"+req.Artifact.Repository+"@"+req.Artifact.Digest, insecure)
+	return d, insecure, err
+}
+
+// requestRef parses a digest reference a request (Harbor, an event) names
+// and checks its registry with the guard. Plain HTTP is for the
+// registries the operator named (allow_registries, --insecure-registry)
+// only: a caller's http:// must not turn TLS off for any host.
+func (s *Server) requestRef(ref string, insecure bool) (name.Digest, error) {
 	opts := append([]name.Option{name.StrictValidation}, s.nameOpts...)
-	if u.Scheme == "http" {
-		opts = append(opts, name.Insecure)
+	d, err := name.NewDigest(ref, opts...)
+	if err != nil {
+		return name.Digest{}, err
 	}
-	return name.NewDigest(u.Host+"/"+req.Artifact.Repository+"@"+req.Artifact.Digest, opts...)
+	reg := d.Context().RegistryStr()
+	if err := s.guard.CheckRegistry(reg); err != nil {
+		s.log.Warn("registry refused", "image", ref, "err", err)
+		return name.Digest{}, errors.New(RegistryMessage(reg, err))
+	}
+	if !insecure {
+		return d, nil
+	}
+	host, port := reg, ""
+	if h, p, err := net.SplitHostPort(reg); err == nil {
+		host, port = h, p
+	}
+	if !slices.Contains(s.insecure, reg) && !s.guard.Allowed(host, port) {
+		return name.Digest{}, fmt.Errorf("plain HTTP to registry %s refused: only registries in serve.allow_registries or --insecure-registry are reached over http://", reg)
+	}
+	return name.NewDigest(ref, append(opts, name.Insecure)...)
 }
 
 // harborID encodes the reference into the scan ID, so that every replica
@@ -200,11 +237,7 @@ func (s *Server) harborRefOf(id string) (name.Digest, error) {
 		return name.Digest{}, fmt.Errorf("unknown scan id")
 	}
 	ref, insecure := strings.CutPrefix(string(b), "http://")
-	opts := append([]name.Option{name.StrictValidation}, s.nameOpts...)
-	if insecure {
-		opts = append(opts, name.Insecure)
-	}
-	return name.NewDigest(ref, opts...)
+	return s.requestRef(ref, insecure)
 }
 
 func (s *Server) serveHarborScan(w http.ResponseWriter, r *http.Request) {
@@ -223,12 +256,12 @@ func (s *Server) serveHarborScan(w http.ResponseWriter, r *http.Request) {
 		harborError(w, http.StatusBadRequest, "decode scan request: %v", err)
 		return
 	}
-	ref, err := s.harborRef(req)
+	ref, insecure, err := s.harborRef(req)
 	if err != nil {
 		harborError(w, http.StatusUnprocessableEntity, "%v", err)
 		return
 	}
-	id := harborID(ref, strings.HasPrefix(req.Registry.URL, "http://"))
+	id := harborID(ref, insecure)
 	s.harbor.remember(id, req.Artifact)
 	if _, err := s.store.Get(r.Context(), ref, s.rulesVersion); err != nil {
 		if s.scanner == nil {
@@ -248,10 +281,12 @@ func (s *Server) serveHarborScan(w http.ResponseWriter, r *http.Request) {
 }
 
 // harborWatch records a failed scan so that the report poll ends with 500.
+// What Harbor is told says where the details are, never what the registry
+// sent (the coordinator logs the error).
 func (s *Server) harborWatch(id string, j *scanJob) {
 	<-j.done
 	if j.err != nil {
-		s.harbor.fail(id, j.err.Error())
+		s.harbor.fail(id, scanFailure(j.ref.Context().RegistryStr(), j.err))
 	}
 }
 
@@ -262,7 +297,7 @@ func (s *Server) serveHarborReport(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ref, err := s.harborRefOf(id)
 	if err != nil {
-		harborError(w, http.StatusNotFound, "unknown scan id %q", id)
+		harborError(w, http.StatusNotFound, "unknown scan id: %v", err)
 		return
 	}
 	mt := HarborVulnReportMIME
@@ -290,7 +325,8 @@ func (s *Server) serveHarborReport(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Refresh-After", fmt.Sprint(harborRefreshAfter))
 			w.WriteHeader(http.StatusFound)
 		default:
-			harborError(w, http.StatusInternalServerError, "read verdict: %v", err)
+			s.log.Warn("read verdict", "image", ref.String(), "err", err)
+			harborError(w, http.StatusInternalServerError, "the verdict could not be read (details in the mlwarden log)")
 		}
 		return
 	}
@@ -299,10 +335,27 @@ func (s *Server) serveHarborReport(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", mt)
 	if mt == HarborRawReportMIME || mt == MlwardenVerdictMIME {
-		json.NewEncoder(w).Encode(v)
+		json.NewEncoder(w).Encode(publicVerdict(v))
 		return
 	}
 	json.NewEncoder(w).Encode(s.harborReportOf(v, art))
+}
+
+// publicVerdict is v with the errors of the whole image (which may hold
+// what the registry sent) said as publicScanError says them.
+func publicVerdict(v *verdict.Verdict) *verdict.Verdict {
+	if len(v.Errors) == 0 {
+		return v
+	}
+	c := *v
+	c.Errors = make([]scanners.Error, len(v.Errors))
+	for i, e := range v.Errors {
+		if e.Path == "" {
+			e.Message = publicScanError(e)
+		}
+		c.Errors[i] = e
+	}
+	return &c
 }
 
 // mediaMatch reports whether an Accept header lists want (parameters
@@ -365,7 +418,7 @@ func (s *Server) harborReportOf(v *verdict.Verdict, art harborArtifact) harborRe
 	for _, e := range v.Errors {
 		rep.Vulnerabilities = append(rep.Vulnerabilities, harborVuln{
 			ID: "mlwarden/scan-error", Package: e.Path, Severity: "Unknown",
-			Description: "not scanned in full: " + e.Message,
+			Description: "not scanned in full: " + publicScanError(e),
 		})
 	}
 	if worst >= 0 {

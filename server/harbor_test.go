@@ -19,9 +19,21 @@ import (
 // harborClient talks to the adapter as Harbor's scanner client does: it does
 // not follow redirects and polls the report on 302 after Refresh-After.
 type harborClient struct {
-	t    *testing.T
-	base string
-	c    *http.Client
+	t     *testing.T
+	base  string
+	c     *http.Client
+	token string // sent as a bearer token when set
+}
+
+// harborToken is the adapter's token in these tests: without one the
+// adapter is not served.
+const harborToken = "harbor-test-token"
+
+// harborConfig is the default config with the Harbor adapter's token.
+func harborConfig() server.Config {
+	cfg := server.DefaultConfig()
+	cfg.Harbor.Token = harborToken
+	return cfg
 }
 
 func newHarborClient(t *testing.T, base string) *harborClient {
@@ -42,6 +54,9 @@ func (h *harborClient) do(method, path, accept, ctype string, body []byte) (*htt
 	}
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
+	}
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
 	}
 	resp, err := h.c.Do(req)
 	if err != nil {
@@ -79,8 +94,9 @@ func TestHarborAdapter(t *testing.T) {
 	_, bad := testImages(t, reg)
 	sc := newCounting()
 	sc.delay = 500 * time.Millisecond // long enough to see a 302
-	_, hs := startServer(t, server.WithScanner(sc), server.WithVersion("1.2.3"), server.WithRulesVersion("v1-test"))
+	_, hs := startServer(t, server.WithConfig(harborConfig()), server.WithScanner(sc), server.WithVersion("1.2.3"), server.WithRulesVersion("v1-test"))
 	h := newHarborClient(t, hs.URL)
+	h.token = harborToken
 
 	resp, data := h.do("GET", "/api/v1/metadata", "", "", nil)
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/vnd.scanner.adapter.metadata+json") {
@@ -179,10 +195,11 @@ func TestHarborScanFailure(t *testing.T) {
 	good, _ := testImages(t, reg)
 	sc := newCounting()
 	sc.fail.Store(true)
-	cfg := server.DefaultConfig()
+	cfg := harborConfig()
 	cfg.Retries = 0
 	_, hs := startServer(t, server.WithScanner(sc), server.WithConfig(cfg))
 	h := newHarborClient(t, hs.URL)
+	h.token = harborToken
 	resp, data := h.do("POST", "/api/v1/scan", "", "application/vnd.scanner.adapter.scan.request+json; version=1.1", mustJSON(t, map[string]any{
 		"registry": map[string]string{"url": "http://" + reg},
 		"artifact": map[string]string{"repository": "ml/good", "digest": good.DigestStr()},

@@ -175,11 +175,14 @@ func New(opts ...Option) (*Server, error) {
 	}
 	tok, err := s.cfg.Events.token()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("events: %w", err)
 	}
 	s.eventsToken = tok
 	if s.harborToken, err = s.cfg.Harbor.token(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("harbor: %w", err)
+	}
+	if s.harborToken == "" {
+		s.log.Info("the Harbor adapter is disabled: set serve.harbor.token, token-file or token-env to serve it")
 	}
 	if s.guard == nil {
 		allow := append(slices.Clip(s.cfg.AllowRegistries), s.allow...)

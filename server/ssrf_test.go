@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -26,7 +27,8 @@ import (
 	"github.com/mlwarden/mlwarden/server"
 )
 
-// Issue 37, item 22: the webhook as a probe of the cluster's own network. Every listener here is on 127.0.0.1; the other
+// Issue 37, items 22 and 23: the webhook and the Harbor adapter as a
+// probe of the cluster's own network. Every listener here is on 127.0.0.1; the other
 // internal addresses (private, link-local, metadata) are refused before
 // any connection, which guard_internal_test.go checks with a dialer that
 // records attempts and never connects.
@@ -264,4 +266,126 @@ func TestAdmissionPortsAlike(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHarborAdapterClosed (item 23): without a token the adapter scans
+// nothing, and a token source that gives none stops the server at
+// startup.
+func TestHarborAdapterClosed(t *testing.T) {
+	svc := newInternalService(t, false, 0)
+	g, _ := server.NewRegistryGuard(nil)
+	_, hs := startServer(t, server.WithScanner(guardedScanner(t, g)), server.WithRemoteOptions(remote.WithTransport(fencedTransport(g))))
+	body := mustJSON(t, map[string]any{
+		"registry": map[string]string{"url": "http://" + svc.hostPort()},
+		"artifact": map[string]string{"repository": "x", "digest": zeroDigest},
+	})
+	h := newHarborClient(t, hs.URL)
+	for _, p := range []struct{ method, path string }{{"POST", "/api/v1/scan"}, {"GET", "/api/v1/metadata"}} {
+		resp, data := h.do(p.method, p.path, "", server.HarborScanRequestMIME, body)
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(data), "serve.harbor.token") {
+			t.Errorf("%s %s without a token: HTTP %d %s", p.method, p.path, resp.StatusCode, data)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := svc.conns.Load(); n != 0 {
+		t.Errorf("the registry the request named got %d connections", n)
+	}
+
+	for _, tok := range []server.TokenSource{{TokenEnv: "MLWARDEN_TEST_UNSET_HARBOR_TOKEN"}, {TokenFile: writeTemp(t, " \n")}} {
+		cfg := server.DefaultConfig()
+		cfg.Harbor.TokenSource = tok
+		if _, err := server.New(server.WithConfig(cfg)); err == nil || !strings.Contains(err.Error(), "harbor") {
+			t.Errorf("harbor %+v: New err %v, want a startup error naming harbor", tok, err)
+		}
+	}
+}
+
+func writeTemp(t *testing.T, data string) string {
+	t.Helper()
+	p := t.TempDir() + "/token"
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestHarborAdapterGuarded (item 23): with the token, the registry Harbor
+// names must pass the guard, http:// is for allowed registries only, and a
+// failed scan's report says nothing the registry sent.
+func TestHarborAdapterGuarded(t *testing.T) {
+	svc := newInternalService(t, false, 0)
+	scanReq := func(url string) []byte {
+		return mustJSON(t, map[string]any{
+			"registry": map[string]string{"url": url},
+			"artifact": map[string]string{"repository": "x", "digest": zeroDigest},
+		})
+	}
+	post := func(h *harborClient, body []byte, auth bool) (int, string) {
+		h.token = ""
+		if auth {
+			h.token = harborToken
+		}
+		resp, data := h.do("POST", "/api/v1/scan", "", server.HarborScanRequestMIME, body)
+		return resp.StatusCode, string(data)
+	}
+
+	cfg := harborConfig()
+	cfg.Retries = 0
+	g, _ := server.NewRegistryGuard(nil)
+	_, hs := startServerNoAllow(t, server.WithConfig(cfg), server.WithRegistryGuard(g), server.WithScanner(guardedScanner(t, g)),
+		server.WithRemoteOptions(remote.WithTransport(fencedTransport(g))))
+	h := newHarborClient(t, hs.URL)
+	if code, data := post(h, scanReq("http://"+svc.hostPort()), false); code != http.StatusUnauthorized {
+		t.Errorf("no credentials: HTTP %d %s", code, data)
+	}
+	for _, u := range []string{"http://" + svc.hostPort(), "https://" + svc.hostPort(), "https://169.254.169.254", "http://[::ffff:169.254.169.254]", "http://registry.example", "ftp://registry.example"} {
+		if code, data := post(h, scanReq(u), true); code != http.StatusUnprocessableEntity || strings.Contains(data, internalSecret) {
+			t.Errorf("%s: HTTP %d %s", u, code, data)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := svc.conns.Load(); n != 0 {
+		t.Errorf("refused registries: the internal service got %d connections", n)
+	}
+
+	// Allowed: scanned, fails, and the report does not reflect the body.
+	g2, _ := server.NewRegistryGuard([]string{svc.hostPort()})
+	_, hs2 := startServerNoAllow(t, server.WithConfig(cfg), server.WithRegistryGuard(g2), server.WithScanner(guardedScanner(t, g2)),
+		server.WithRemoteOptions(remote.WithTransport(fencedTransport(g2))))
+	h2 := newHarborClient(t, hs2.URL)
+	code, data := post(h2, scanReq("http://"+svc.hostPort()), true)
+	if code != http.StatusAccepted {
+		t.Fatalf("allowed registry: HTTP %d %s", code, data)
+	}
+	var id struct{ ID string }
+	json.Unmarshal([]byte(data), &id)
+	h2.token = harborToken
+	resp, rep, _ := h2.report(id.ID, "")
+	if resp.StatusCode != http.StatusInternalServerError || strings.Contains(string(rep), internalSecret) {
+		t.Errorf("report of a failed scan: HTTP %d %s", resp.StatusCode, rep)
+	}
+	if svc.conns.Load() == 0 {
+		t.Error("the allowed registry was not contacted")
+	}
+}
+
+// startServerNoAllow is startServer without the tests' loopback
+// allow-list.
+func startServerNoAllow(t *testing.T, opts ...server.Option) (*server.Server, *httptest.Server) {
+	t.Helper()
+	s, err := server.New(append([]server.Option{server.WithLogger(testLogger(t))}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.Start(ctx)
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		cancel()
+		sctx, c2 := context.WithTimeout(context.Background(), 10*time.Second)
+		defer c2()
+		s.Close(sctx)
+	})
+	return s, hs
 }

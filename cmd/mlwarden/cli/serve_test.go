@@ -98,9 +98,9 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestServeRefusesOpenSettings (issue 37, item 22): an allow-list entry
-// that is no registry, or allows every host, stops serve at startup
-// (exit 2), naming what.
+// TestServeRefusesOpenSettings (issue 37, items 22 and 23): an allow-list
+// entry that is no registry, or allows every host, and a Harbor token
+// source that gives no token stop serve at startup (exit 2), naming what.
 func TestServeRefusesOpenSettings(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -111,6 +111,7 @@ func TestServeRefusesOpenSettings(t *testing.T) {
 		{name: "flag not a host", args: []string{"--allow-registry", "http://registry.example"}, want: "allow"},
 		{name: "flag every host", args: []string{"--allow-registry", "*"}, want: "allows every host"},
 		{name: "config every host", yaml: "serve:\n  allow_registries: ['*']\n", want: "allow_registries"},
+		{name: "harbor token unset", yaml: "serve:\n  harbor:\n    token-env: MLWARDEN_TEST_HARBOR_TOKEN_UNSET\n", want: "harbor"},
 	} {
 		args := append([]string{"serve", "--listen", "127.0.0.1:0"}, tc.args...)
 		if tc.yaml != "" {
