@@ -26,6 +26,16 @@ import (
 // where symlinks are off). A snapshot is scanned as the repository at that
 // commit: paths are the repository's, the cache's links are followed
 // inside the repository's folder only.
+//
+// A repository's folder or a cache root is a directory the user asked to
+// scan, and untrusted: the snapshots are one view of it, not all of it. So
+// after the snapshots, every other file there is scanned as a plain file,
+// named by its path from the target (blobs/<etag> no snapshot links to,
+// .locks/…, refs/…, .no_exist/…, anything put beside them); a file a
+// snapshot already read (its blob, by device and inode) is not read again
+// (issue 37). A note names those that are not the cache's own plumbing
+// (empty lock and .no_exist files, refs holding a commit id). A snapshot
+// target is that snapshot's directory: nothing beside it is walked.
 
 // repoFolder matches a repository's folder in the cache.
 var repoFolder = lazyregexp.New(`^(model|dataset|space)s--(.+)$`)
@@ -61,6 +71,15 @@ type cacheSource struct {
 	maxSize int64
 	workers int
 	notes   []string
+
+	// rest: walk the root's other files after the snapshots (a
+	// repository's folder or a cache root). read holds the files listed
+	// so far, by device and inode; only the listing goroutine uses it.
+	rest bool
+	read map[[2]uint64]bool
+
+	mu    sync.Mutex
+	other []string // files outside the snapshots that are not plumbing
 }
 
 // IsCache reports whether p is inside a Hub cache in a way OpenCache
@@ -161,6 +180,7 @@ func OpenCache(p string, o CacheOptions) (scanners.Source, error) {
 		s.workers = min(runtime.GOMAXPROCS(0), 8)
 	}
 	s.fsys = &subFS{root: root, base: base}
+	s.rest = base == "."
 	s.findSnapshots(filepath.Base(rootDir))
 	return s, nil
 }
@@ -240,6 +260,16 @@ func (s *cacheSource) Close() error { return s.root.Close() }
 
 func (s *cacheSource) Target() scanners.Target {
 	t := scanners.Target{Name: s.name, Kind: scanners.KindDir, Notes: slices.Clone(s.notes)}
+	s.mu.Lock()
+	if n := len(s.other); n > 0 {
+		other := slices.Sorted(slices.Values(s.other))
+		shown, more := other[:min(n, 5)], ""
+		if n > len(shown) {
+			more = fmt.Sprintf(" and %d more", n-len(shown))
+		}
+		t.Notes = append(t.Notes, fmt.Sprintf("Hugging Face cache: %d file(s) outside the snapshots (blobs no snapshot links to, files beside the cache's own) were scanned as plain files: %s%s", n, strings.Join(shown, ", "), more))
+	}
+	s.mu.Unlock()
 	if len(s.snaps) == 1 && IsCommit(s.snaps[0].commit) {
 		t.Digest = s.snaps[0].commit
 	}
@@ -247,8 +277,9 @@ func (s *cacheSource) Target() scanners.Target {
 }
 
 type cacheJob struct {
-	rel  string // relative to the root
-	path string // the artifact's path
+	rel   string // relative to the root
+	path  string // the artifact's path
+	other bool   // outside the snapshots
 }
 
 func (s *cacheSource) Walk(ctx context.Context, sink scanners.Sink) error {
@@ -264,11 +295,17 @@ func (s *cacheSource) Walk(ctx context.Context, sink scanners.Sink) error {
 		})
 	}
 	seen := map[[2]uint64]bool{}
+	s.read = map[[2]uint64]bool{}
 	var err error
 	for _, w := range s.walk {
-		if err = s.walkDir(ctx, sink, jobs, w, seen, 0); err != nil {
+		if err = s.walkDir(ctx, sink, jobs, w, seen, 0, false); err != nil {
 			break
 		}
+	}
+	if err == nil && s.rest {
+		// Everything else, the snapshots' directories (seen) and the
+		// blobs they link (read) aside.
+		err = s.walkDir(ctx, sink, jobs, ".", seen, 0, true)
 	}
 	close(jobs)
 	wg.Wait()
@@ -292,7 +329,8 @@ const maxCacheDepth = 64
 // walkDir lists rel (a directory or a file inside the root) in lexical
 // order. The cache's symlinks are followed through the root, so one that
 // leads out of the repository's folder (or the cache root) is refused.
-func (s *cacheSource) walkDir(ctx context.Context, sink scanners.Sink, jobs chan<- cacheJob, rel string, seen map[[2]uint64]bool, depth int) error {
+// other: the walk outside the snapshots, which skips files already read.
+func (s *cacheSource) walkDir(ctx context.Context, sink scanners.Sink, jobs chan<- cacheJob, rel string, seen map[[2]uint64]bool, depth int, other bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -302,9 +340,17 @@ func (s *cacheSource) walkDir(ctx context.Context, sink scanners.Sink, jobs chan
 		return nil
 	}
 	if !fi.IsDir() {
-		if fi.Mode().IsRegular() {
-			jobs <- cacheJob{rel: rel, path: s.artPath(rel)}
+		if !fi.Mode().IsRegular() {
+			return nil
 		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			k := [2]uint64{uint64(st.Dev), st.Ino}
+			if other && s.read[k] {
+				return nil // a blob a snapshot links to: read as the snapshot's file
+			}
+			s.read[k] = true
+		}
+		jobs <- cacheJob{rel: rel, path: s.artPath(rel), other: other}
 		return nil
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
@@ -323,11 +369,28 @@ func (s *cacheSource) walkDir(ctx context.Context, sink scanners.Sink, jobs chan
 		sink.Error(scanners.Error{Target: s.name, Path: s.artPath(rel), Message: cacheErr(err)})
 	}
 	for _, e := range entries {
-		if err := s.walkDir(ctx, sink, jobs, path.Join(rel, e.Name()), seen, depth+1); err != nil {
+		if err := s.walkDir(ctx, sink, jobs, path.Join(rel, e.Name()), seen, depth+1, other); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// plumbing reports a file outside the snapshots that the Hub's client
+// writes: an empty lock or .no_exist marker, a ref holding a commit id,
+// a small version.txt.
+// (It is scanned all the same; it is only not named in the note.)
+func plumbing(rel string, f *os.File, fi fs.FileInfo) bool {
+	if fi.Size() == 0 || cacheExtras[rel] && fi.Size() <= 1024 {
+		return true // and a cache root's small version.txt, CACHEDIR.TAG
+	}
+	parts := strings.Split(rel, "/")
+	if !slices.Contains(parts, "refs") || fi.Size() > 64 {
+		return false
+	}
+	buf := make([]byte, 64)
+	n, _ := f.ReadAt(buf, 0)
+	return IsCommit(strings.TrimSpace(string(buf[:n])))
 }
 
 // cacheErr says what a failed stat or open means here.
@@ -361,6 +424,11 @@ func (s *cacheSource) scanFile(ctx context.Context, sink scanners.Sink, j cacheJ
 	if s.maxSize > 0 && fi.Size() > s.maxSize {
 		sink.Error(scanners.Error{Target: s.name, Path: j.path, Message: fmt.Sprintf("not scanned: %d bytes is over --max-file-size (%d bytes)", fi.Size(), s.maxSize)})
 		return
+	}
+	if j.other && !plumbing(j.rel, f, fi) {
+		s.mu.Lock()
+		s.other = append(s.other, j.path)
+		s.mu.Unlock()
 	}
 	a := &scanners.Artifact{
 		Kind:       scanners.ArtifactFile,

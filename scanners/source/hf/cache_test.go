@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mlwarden/mlwarden/internal/hostile"
 	"github.com/mlwarden/mlwarden/internal/hubtest"
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/scan"
@@ -176,5 +177,67 @@ func TestCacheConfigNotRead(t *testing.T) {
 	v, err := scan.Configure("scan", nil, noEnv, []string{dir})
 	if err != nil || v.File() == nil {
 		t.Errorf("a plain directory's config was not read: %v", err)
+	}
+}
+
+// TestCacheHiddenFiles: a repository's folder or a cache root is read
+// through its snapshots and, besides them, every other file as a plain
+// file: a blob no snapshot links, a file beside blobs/, a ref that holds
+// something else than a commit, .locks; a blob a snapshot links is read
+// once, as the snapshot's file; a snapshot target is that snapshot only
+// (issue 37, item 20).
+func TestCacheHiddenFiles(t *testing.T) {
+	token := hostile.Token(20)
+	root := filepath.Join(t.TempDir(), "hub")
+	repo, err := hostile.HubCacheBeside(root, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(repo, "snapshots", hostile.HubCacheCommit)
+	link := "snapshots/" + hostile.HubCacheCommit + "/settings.env"
+	for _, tc := range []struct {
+		name, target string
+		want         map[string]string // path: check
+		note         string
+	}{
+		{"repository folder", repo, map[string]string{
+			link: "secrets", "blobs/unlinked": "models", "evil.pkl": "models", "refs/pr/1": "secrets",
+		}, "Hugging Face cache: 3 file(s) outside the snapshots (blobs no snapshot links to, files beside the cache's own) were scanned as plain files: blobs/unlinked, evil.pkl, refs/pr/1"},
+		{"cache root", root, map[string]string{
+			"models--org--beside/" + link: "secrets", "models--org--beside/blobs/unlinked": "models",
+			"models--org--beside/evil.pkl": "models", "models--org--beside/refs/pr/1": "secrets",
+			".locks/models--org--beside/x.lock": "secrets",
+		}, "Hugging Face cache: 4 file(s) outside the snapshots"},
+		{"snapshot", snap, map[string]string{"settings.env": "secrets"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := run(t, hf.Options{}, nil, tc.target)
+			if len(res.Errors) > 0 {
+				t.Fatalf("errors: %+v", res.Errors)
+			}
+			got := map[string]string{}
+			for _, f := range findings(res, tc.target) {
+				if f.Check == "signatures" {
+					continue // the pickles' directory is unsigned: beside the point
+				}
+				if got[f.Path] != "" && got[f.Path] != f.Check {
+					t.Errorf("%s: findings of %s and %s", f.Path, got[f.Path], f.Check)
+				}
+				got[f.Path] = f.Check
+			}
+			for p, check := range tc.want {
+				if got[p] != check {
+					t.Errorf("%s: finding of %q, want %q", p, got[p], check)
+				}
+			}
+			for p := range got {
+				if _, ok := tc.want[p]; !ok {
+					t.Errorf("unexpected finding at %s (a linked blob read twice?)", p)
+				}
+			}
+			if notes := strings.Join(target(res, tc.target).Notes, "\n"); !strings.Contains(notes, tc.note) {
+				t.Errorf("notes %q, want %q", notes, tc.note)
+			}
+		})
 	}
 }
