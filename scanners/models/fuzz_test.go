@@ -180,3 +180,17 @@ func FuzzSource(f *testing.F) {
 		unwrap([]byte(src))
 	})
 }
+
+// FuzzChatConfig feeds tokenizer and chat configs (JSON, YAML) to the walk
+// that finds the templates in every string value.
+func FuzzChatConfig(f *testing.F) {
+	for _, shape := range []string{"chat_template", "named", "nested", "default"} {
+		f.Add(hostile.TokenizerConfig(shape, hostile.ChatTemplateEscape("block set")))
+	}
+	f.Add([]byte("chat_template: x\ntemplates:\n  - body: '{{ lipsum[k] }}'\n"))
+	f.Add([]byte(`{"x": NaN, "t": "{% set a %}b{% endset %}"`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzScan(t, data, func(sc *scan, ra *bytes.Reader, n int64) { sc.chatJSON(nil, ra, n, "tokenizer_config.json") })
+		fuzzScan(t, data, func(sc *scan, ra *bytes.Reader, n int64) { sc.chatYAML(nil, ra, n, "serve.yaml") })
+	})
+}

@@ -238,8 +238,13 @@ func (sc *scan) gguf(p place, ra io.ReaderAt, size int64) {
 		}
 		vals, err := g.value(t, 0)
 		for _, v := range vals {
-			if strings.HasPrefix(key, "tokenizer.chat_template") {
-				sc.chatTemplate(p, ruleGGUFTemplate, "GGUF key "+key, v, false)
+			switch {
+			case strings.HasPrefix(key, "tokenizer.chat_template"):
+				sc.chatTemplate(p, ruleGGUFTemplate, "GGUF key "+key, v, tmplChat)
+			case strings.Contains(key, "template") && hasJinjaTag(v):
+				// A template under another key (a tool or RAG template a
+				// runtime or wrapper reads).
+				sc.chatTemplate(p, ruleGGUFTemplate, "GGUF key "+key, v, tmplValue)
 			}
 			if len(v) >= 8 && strs.Len() < 4<<20 {
 				strs.WriteString(key)

@@ -134,7 +134,10 @@ func chatTemplateFile(head []byte, name string) format {
 	case strings.HasSuffix(base, ".json"):
 		// Any JSON object whose head names a chat_template key: configs
 		// saved under other names (ModelAudit's test suite has dozens).
-		if t := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(t) > 0 && t[0] == '{' && bytes.Contains(head, []byte(`"chat_template"`)) {
+		// Also one whose head has a key ending in template(s) with a
+		// Jinja tag (default_chat_template, prompt templates).
+		if t := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(t) > 0 && t[0] == '{' && (bytes.Contains(head, []byte(`"chat_template"`)) ||
+			(bytes.Contains(head, []byte(`template"`)) || bytes.Contains(head, []byte(`templates"`))) && (bytes.Contains(head, []byte("{{")) || bytes.Contains(head, []byte("{%")))) {
 			return fmtChatJSON
 		}
 	case strings.HasSuffix(base, ".yaml") || strings.HasSuffix(base, ".yml"):

@@ -524,7 +524,6 @@ func (e *templateEval) stmt(st *jstmt) {
 	}
 }
 
-
 func (e *templateEval) eval(n *jnode, called bool) jval {
 	if n == nil {
 		return jUnknown
@@ -1133,7 +1132,8 @@ const maxTemplateHits = 8
 // TEMPLATE is rendered by Ollama with Go's text/template, where these
 // walks fail, so its findings are high, not critical: the template is
 // dangerous where it is copied into a Jinja runtime.
-func (sc *scan) chatTemplate(p place, r scanners.Rule, where, src string, modelfile bool) {
+func (sc *scan) chatTemplate(p place, r scanners.Rule, where, src string, kind templateKind) {
+	modelfile := kind == tmplModelfile
 	hits, unparsed, firstErr, limited := analyzeTemplate(src)
 	if limited {
 		sc.limit("template evaluation limit", p, fmt.Sprintf("Chat template in %s%s folds more than %d MiB of strings: the strings built past that were not followed to the attributes they may name.", where, p.in(), templateMaxWork>>20))
@@ -1158,7 +1158,7 @@ func (sc *scan) chatTemplate(p place, r scanners.Rule, where, src string, modelf
 				where, p.in(), h.what, line, h.off, h.why, note, snippet(src, h.off), r.Fix),
 			fmt.Sprintf("%s uses %s at line %d", where, h.what, line))
 	}
-	if unparsed > 0 && !modelfile { // a Modelfile TEMPLATE is a Go template: Jinja cannot parse it
+	if unparsed > 0 && kind == tmplChat { // a Modelfile TEMPLATE is a Go template: Jinja cannot parse it
 		sc.add(r, scanners.SeverityLow,
 			fmt.Sprintf("Chat template in %s%s has %d tags mlwarden's Jinja reader could not parse (first: %s); they were checked token by token for Python internals. Jinja2 refuses a template it cannot compile.", where, p.in(), unparsed, firstErr),
 			fmt.Sprintf("%s: %d unparsed tags", where, unparsed))
@@ -1194,89 +1194,168 @@ func (sc *scan) readText(p place, ra io.ReaderAt, size int64, what string) []byt
 	return b[:k]
 }
 
-// chatJSON checks the chat templates of a tokenizer_config.json or
-// chat_template.json: "chat_template" is a string, or a list of {"name",
-// "template"} (transformers' named templates). Python's json reads what Go's
-// refuses (NaN, Infinity), so a file Go cannot decode has every
-// "chat_template" and "template" string value checked instead.
-func (sc *scan) chatJSON(p place, ra io.ReaderAt, size int64, name string) {
-	data := sc.readText(p, ra, size, path.Base(name))
-	file := path.Base(name)
-	var doc struct {
-		ChatTemplate json.RawMessage `json:"chat_template"`
+// templateKind is where a template was found: a chat template proper,
+// an Ollama Modelfile TEMPLATE, or another string value of a config that
+// holds Jinja tags (analysed the same, without the note on tags that do
+// not parse: it may be text that merely has braces).
+type templateKind uint8
+
+const (
+	tmplChat templateKind = iota
+	tmplModelfile
+	tmplValue
+)
+
+// hasJinjaTag reports whether s holds a {{ }} or {% %} opening.
+func hasJinjaTag(s string) bool {
+	return strings.Contains(s, "{{") || strings.Contains(s, "{%")
+}
+
+// maxConfigTemplates is how many templates of one config file are
+// analysed (past it: a limit).
+const maxConfigTemplates = 4096
+
+// configTemplates checks the templates of one config file: every string
+// under a chat_template key, and every other string value that holds a
+// Jinja tag (default_chat_template, lists of named templates under other
+// keys, prompt templates in nested objects: runtimes and wrappers read
+// them as chat templates too).
+type configTemplates struct {
+	sc   *scan
+	p    place
+	file string
+	n    int
+}
+
+func (c *configTemplates) check(where, s string, chat bool) {
+	if !chat && !hasJinjaTag(s) {
+		return
 	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		for _, m := range reJSONTemplate.FindAllSubmatchIndex(data, 64) {
-			var s string
-			if json.Unmarshal(data[m[4]:m[5]], &s) == nil {
-				sc.chatTemplate(p, ruleChatTemplate, fmt.Sprintf("%s (%s at byte %d)", file, string(data[m[2]:m[3]]), m[0]), s, false)
-			}
+	if c.n++; c.n > maxConfigTemplates {
+		if c.n == maxConfigTemplates+1 {
+			c.sc.limit("template count limit", c.p, fmt.Sprintf("%s%s holds more than %d templates: the rest were not checked.", c.file, c.p.in(), maxConfigTemplates))
 		}
 		return
 	}
-	var one string
-	if json.Unmarshal(doc.ChatTemplate, &one) == nil {
-		sc.chatTemplate(p, ruleChatTemplate, file+" chat_template", one, false)
-		return
+	kind := tmplValue
+	if chat {
+		kind = tmplChat
 	}
-	var named []struct {
-		Name     string `json:"name"`
-		Template string `json:"template"`
-	}
-	if json.Unmarshal(doc.ChatTemplate, &named) == nil {
-		for _, t := range named {
-			sc.chatTemplate(p, ruleChatTemplate, fmt.Sprintf("%s chat_template %q", file, t.Name), t.Template, false)
+	c.sc.chatTemplate(c.p, ruleChatTemplate, c.file+" "+where, s, kind)
+}
+
+// walkJSON checks every string of a decoded JSON value; at is its path
+// (chat_template, chat_templates[1] "tool_use", processor.templates.rag).
+func (c *configTemplates) walkJSON(v any, at string, chat bool) {
+	switch x := v.(type) {
+	case string:
+		c.check(at, x, chat)
+	case []any:
+		for i, e := range x {
+			if m, ok := e.(map[string]any); ok {
+				if n, ok := m["name"].(string); ok {
+					if t, ok := m["template"].(string); ok { // a named template
+						c.check(fmt.Sprintf("%s %q", at, n), t, chat || hasJinjaTag(t))
+						continue
+					}
+				}
+			}
+			c.walkJSON(e, fmt.Sprintf("%s[%d]", at, i), chat)
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			sub := k
+			if at != "" {
+				sub = at + "." + k
+			}
+			c.walkJSON(x[k], sub, chat || k == "chat_template")
 		}
 	}
 }
 
-// chatYAML checks the chat_template values of a YAML config (a serving
-// stack's model config): every string under a chat_template key, at any
-// depth. A file YAML cannot read has its chat_template lines checked as
-// text.
-func (sc *scan) chatYAML(p place, ra io.ReaderAt, size int64, name string) {
+// chatJSON checks the chat templates of a tokenizer_config.json,
+// chat_template.json or other JSON config: "chat_template" is a string, or
+// a list of {"name", "template"} (transformers' named templates), and any
+// other string value with a Jinja tag is checked too. Python's json reads
+// NaN and Infinity, which pyJSON turns into null; a file that still does
+// not decode has every string literal with a Jinja tag checked instead.
+func (sc *scan) chatJSON(p place, ra io.ReaderAt, size int64, name string) {
 	data := sc.readText(p, ra, size, path.Base(name))
-	file := path.Base(name)
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		for _, m := range reYAMLTemplateLine.FindAllSubmatch(data, 64) {
-			sc.chatTemplate(p, ruleChatTemplate, file+" chat_template", string(m[1]), false)
+	c := &configTemplates{sc: sc, p: p, file: path.Base(name)}
+	var doc any
+	if err := json.Unmarshal(pyJSON(data), &doc); err != nil {
+		for _, m := range reJSONString.FindAllIndex(data, -1) {
+			var s string
+			if json.Unmarshal(data[m[0]:m[1]], &s) == nil {
+				c.check(fmt.Sprintf("(string at byte %d)", m[0]), s, false)
+			}
 		}
 		return
 	}
-	var walk func(n *yaml.Node, depth int)
-	walk = func(n *yaml.Node, depth int) {
-		if n == nil || depth > 64 {
-			return
+	c.walkJSON(doc, "", false)
+}
+
+// chatYAML checks the templates of a YAML config (a serving stack's model
+// config): every string under a chat_template key, at any depth, and every
+// other string with a Jinja tag. A file YAML cannot read has its
+// chat_template lines checked as text.
+func (sc *scan) chatYAML(p place, ra io.ReaderAt, size int64, name string) {
+	data := sc.readText(p, ra, size, path.Base(name))
+	file := path.Base(name)
+	c := &configTemplates{sc: sc, p: p, file: file}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		for _, m := range reYAMLTemplateLine.FindAllSubmatch(data, -1) {
+			c.check("chat_template", string(m[1]), true)
 		}
-		if n.Kind == yaml.MappingNode {
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				if k.Value == "chat_template" && v.Kind == yaml.ScalarNode {
-					sc.chatTemplate(p, ruleChatTemplate, fmt.Sprintf("%s chat_template (line %d)", file, v.Line), v.Value, false)
-					continue
-				}
-				walk(v, depth+1)
+		for i, line := range strings.Split(string(data), "\n") {
+			if !reYAMLTemplateLine.MatchString(line) {
+				c.check(fmt.Sprintf("(line %d)", i+1), line, false)
 			}
+		}
+		return
+	}
+	var walk func(n *yaml.Node, chat bool, depth int)
+	walk = func(n *yaml.Node, chat bool, depth int) {
+		if n == nil || depth > 10000 {
 			return
 		}
-		for _, c := range n.Content {
-			walk(c, depth+1)
+		switch n.Kind {
+		case yaml.ScalarNode:
+			if chat || n.Tag == "!!str" || n.Tag == "" {
+				where := fmt.Sprintf("(line %d)", n.Line)
+				if chat {
+					where = "chat_template " + where
+				}
+				c.check(where, n.Value, chat)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				walk(n.Content[i+1], chat || n.Content[i].Value == "chat_template", depth+1)
+			}
+		default:
+			for _, k := range n.Content {
+				walk(k, chat, depth+1)
+			}
 		}
 	}
-	walk(&doc, 0)
+	walk(&doc, false, 0)
 }
 
 var reYAMLTemplateLine = lazyregexp.New(`(?m)^\s*chat_template\s*:\s*(.+)$`)
 
-// reJSONTemplate finds "chat_template": "…" and "template": "…" in JSON
-// text; group 1 is the key, group 2 the string literal with its escapes.
-var reJSONTemplate = lazyregexp.New(`"((?:chat_)?template)"\s*:\s*("(?:[^"\\]|\\.)*")`)
+// reJSONString finds the string literals of JSON text, with their escapes.
+var reJSONString = lazyregexp.New(`"(?:[^"\\]|\\.)*"`)
 
 // jinjaFile checks a standalone chat template (transformers'
 // chat_template.jinja, additional_chat_templates/*.jinja).
 func (sc *scan) jinjaFile(p place, ra io.ReaderAt, size int64, name string) {
-	sc.chatTemplate(p, ruleChatTemplate, path.Base(name), string(sc.readText(p, ra, size, path.Base(name))), false)
+	sc.chatTemplate(p, ruleChatTemplate, path.Base(name), string(sc.readText(p, ra, size, path.Base(name))), tmplChat)
 }
 
 // modelfile checks the TEMPLATE of an Ollama Modelfile: TEMPLATE followed by
@@ -1304,7 +1383,7 @@ func (sc *scan) modelfile(p place, ra io.ReaderAt, size int64, name string) {
 			v, _, _ = strings.Cut(rest, "\n")
 		}
 		line := strings.Count(text[:loc[0]], "\n") + 1
-		sc.chatTemplate(p, ruleChatTemplate, fmt.Sprintf("%s TEMPLATE (line %d)", path.Base(name), line), v, true)
+		sc.chatTemplate(p, ruleChatTemplate, fmt.Sprintf("%s TEMPLATE (line %d)", path.Base(name), line), v, tmplModelfile)
 	}
 }
 
