@@ -199,7 +199,28 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
+	copyFlushed(w, resp.Body)
+}
+
+// copyFlushed copies body to w as it arrives: a slow upstream stays slow,
+// not buffered into a stall.
+func copyFlushed(w http.ResponseWriter, body io.Reader) {
+	fl, _ := w.(http.Flusher)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // body writes body as the fault says.

@@ -338,7 +338,7 @@ func (s *imgSource) blobRanges(ctx context.Context) (blobRange, func(), error) {
 	if s.opts.Dial != nil {
 		base.DialContext = imgBoundDial(s.opts.Dial, s.opts.NetworkTimeout)
 	}
-	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(transport.PullScope)})
+	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, imgBoundTransport(base, s.opts.NetworkTimeout), []string{repo.Scope(transport.PullScope)})
 	if err != nil {
 		return nil, nop, imgRegistryError(repo.RegistryStr(), err)
 	}
