@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mlwarden/mlwarden/scanners/cache"
+	"github.com/mlwarden/mlwarden/scanners/source/netbound"
 )
 
 // DefaultEndpoint is the Hub the Hub's clients use without HF_ENDPOINT.
@@ -26,6 +27,9 @@ const (
 	DefaultMaxRetries    = 4
 	DefaultMaxWait       = 60 * time.Second
 	DefaultMaxFiles      = 1_000_000
+	// DefaultNetworkTimeout is Options.NetworkTimeout's default, the
+	// registry client's.
+	DefaultNetworkTimeout = 30 * time.Second
 )
 
 // Options configures the Hub source and its client.
@@ -54,8 +58,17 @@ type Options struct {
 	// DefaultMaxWait): a Hub asking for longer fails the request at once.
 	MaxRetries int
 	MaxWait    time.Duration
+	// NetworkTimeout bounds every wait on the Hub and its file host
+	// (default DefaultNetworkTimeout; negative: only a 60 s bound on
+	// response headers): connecting, the TLS handshake, the response
+	// headers, any read of a body that gets nothing, and a body that sends
+	// less than 1 KiB in that much waiting. The first such timeout is not
+	// retried and spends the target's budget: its later requests fail at
+	// once (scanners/source/netbound).
+	NetworkTimeout time.Duration
 	// Transport makes the requests (default: a clone of
-	// http.DefaultTransport with response header timeouts).
+	// http.DefaultTransport with NetworkTimeout's connect, TLS and header
+	// timeouts). NetworkTimeout's bounds on bodies apply to it too.
 	Transport http.RoundTripper
 	// Getenv looks environment variables up (default os.LookupEnv).
 	Getenv func(string) (string, bool)
@@ -101,11 +114,14 @@ func (o Options) withDefaults() Options {
 	if o.MaxWait <= 0 {
 		o.MaxWait = DefaultMaxWait
 	}
+	if o.NetworkTimeout == 0 {
+		o.NetworkTimeout = DefaultNetworkTimeout
+	}
 	if o.Transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.ResponseHeaderTimeout = 60 * time.Second
 		t.DisableCompression = true
-		o.Transport = t
+		o.Transport = netbound.Bound(t, o.NetworkTimeout)
 	}
 	if o.sleep == nil {
 		o.sleep = func(ctx context.Context, d time.Duration) error {
@@ -167,7 +183,8 @@ func newClient(o Options) (*client, error) {
 		return nil, &hubError{ErrInsecure, fmt.Sprintf("the Hub endpoint %s is plain HTTP: refusing to send the Hub token (%s) over it; use https", ep.Redacted(), o.Token)}
 	}
 	return &client{o: o, ep: ep, http: &http.Client{
-		Transport:     o.Transport,
+		// One budget per target: newClient is called once per Open.
+		Transport:     netbound.New(o.Transport, o.NetworkTimeout, "the Hub"),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}, nil
 }
