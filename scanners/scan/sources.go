@@ -71,6 +71,13 @@ func sourceOptionsFrom(v *config.Values, o *Options) {
 		o.HF.DownloadLimit, o.Image.DownloadLimit = n, n
 	}
 	o.HF.Endpoint = str("hf-endpoint")
+	if v.Has("network-timeout") {
+		d := v.Duration("network-timeout")
+		if d == 0 {
+			d = -1 // no bound
+		}
+		o.Image.NetworkTimeout, o.HF.NetworkTimeout = d, d
+	}
 }
 
 // configTargets are the targets whose directory may hold the config file:
