@@ -546,3 +546,55 @@ func OCILayoutPlatforms(dir, host, token string) error {
 	}
 	return p.AppendImage(other, layout.WithPlatform(v1.Platform{OS: "linux", Architecture: "s390x"}))
 }
+
+// ---------------------------------------------------------------------------
+// Issue 37, items 8 and 9: scripts that submit jobs and write the files
+// they install from, shaped to multiply the work of reading them.
+
+// NestedFileLoops writes a file of entries lines and then reads it in
+// depth loops nested inside each other (while read a; do while read b;
+// … done < f; done < f): checked once per entry, the loops multiply.
+func NestedFileLoops(entries, depth int) []byte {
+	var b strings.Builder
+	b.WriteString("#!/bin/bash\ncat > pkgs.txt <<'EOF'\n")
+	for i := range entries {
+		fmt.Fprintf(&b, "pkg%d\n", i)
+	}
+	b.WriteString("EOF\n")
+	for i := range depth {
+		fmt.Fprintf(&b, "while read -r p%d; do\n", i)
+	}
+	fmt.Fprintf(&b, "pip install \"$p%d\"\n", depth-1)
+	for range depth {
+		b.WriteString("done < pkgs.txt\n")
+	}
+	return []byte(b.String())
+}
+
+// PrintfAmplifier is lines of printf whose format, reused for each of its
+// args arguments, writes far more than the line holds, to files a
+// command later installs from.
+func PrintfAmplifier(lines, args int) []byte {
+	var b strings.Builder
+	b.WriteString("#!/bin/bash\n")
+	format := strings.Repeat("x", 1000) + "%s\\n"
+	for i := range lines {
+		fmt.Fprintf(&b, "printf '%s'%s > r%d.txt\n", format, strings.Repeat(" a", args), i)
+	}
+	b.WriteString("pip install -r r0.txt\n")
+	return []byte(b.String())
+}
+
+// NestedSbatchHeredocs is a job that submits a job that submits a job …
+// depth deep, each through sbatch <<EOFn, each with a directive cut at '#'.
+func NestedSbatchHeredocs(depth int) []byte {
+	var b strings.Builder
+	b.WriteString("#!/bin/bash\n")
+	for i := range depth {
+		fmt.Fprintf(&b, "sbatch <<EOF%d\n#!/bin/bash\n#SBATCH --container-image=registry.example.com#x/y:%d\n", i, i)
+	}
+	for i := depth - 1; i >= 0; i-- {
+		fmt.Fprintf(&b, "EOF%d\n", i)
+	}
+	return []byte(b.String())
+}
