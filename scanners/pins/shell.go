@@ -62,6 +62,9 @@ type shellState struct {
 	// written are the files the script writes with text it tells, by
 	// resolved path (cat > f <<EOF, printf … > f).
 	written map[string]*writtenFile
+	// writtenBytes is the text kept in written, loopWalks the loop bodies
+	// walked for the entries of a file (both bounded).
+	writtenBytes, loopWalks int
 }
 
 // imageSite is where an image reference is written in a file.

@@ -24,8 +24,13 @@ type writtenFile struct {
 	lines []int
 }
 
-// maxWritten bounds the text kept of the files one script writes.
-const maxWritten = 1 << 20
+// maxWritten bounds the text kept of one file a script writes, and
+// maxWrittenTotal all the text one scan keeps (printf reuses its format
+// for every argument, so a short line can write much).
+const (
+	maxWritten      = 1 << 20
+	maxWrittenTotal = 4 << 20
+)
 
 // writeFile records that the script writes text to file (appends with
 // add), line i of text being written at artifact line lines[i].
@@ -41,10 +46,11 @@ func (sc *shellScan) writeFile(file, text string, lines []int, add bool) {
 	if w == nil || !add {
 		w = &writtenFile{}
 	}
-	if len(w.text)+len(text) > maxWritten {
+	if len(w.text)+len(text) > maxWritten || sc.st.writtenBytes+len(text) > maxWrittenTotal {
 		delete(sc.st.written, key)
 		return
 	}
+	sc.st.writtenBytes += len(text)
 	if w.text != "" && !strings.HasSuffix(w.text, "\n") {
 		// Appended to an unfinished line: that line is written twice.
 		w.lines = w.lines[:len(w.lines)-1]
@@ -165,6 +171,7 @@ func (sc *shellScan) echoWrite(p string, args []arg, ln int) {
 			return
 		}
 	}
+	limit := min(maxWritten, maxWrittenTotal-sc.st.writtenBytes)
 	var text string
 	if p == "echo" {
 		text = echoText(args)
@@ -172,7 +179,14 @@ func (sc *shellScan) echoWrite(p string, args []arg, ln int) {
 		if len(args) == 0 {
 			return
 		}
-		text = printfText(args[0].s, args[1:])
+		text = printfText(args[0].s, args[1:], limit+1)
+	}
+	if len(text) > limit {
+		// More than is kept: not known, and what was produced counts
+		// against the scan's budget all the same.
+		sc.st.writtenBytes += len(text)
+		sc.forget(file)
+		return
 	}
 	sc.writeFile(file, text, sameLine(text, sc.r.mapLine(ln)), add)
 }
@@ -211,61 +225,69 @@ func echoText(args []arg) string {
 // printfText is what printf FORMAT ARGS... prints: the format's escapes
 // read, %s, %b and %d taking the next argument, the format reused while
 // arguments remain (as printf does).
-func printfText(format string, args []arg) string {
+//
+// It stops once it has written limit bytes.
+func printfText(format string, args []arg, limit int) string {
 	var b strings.Builder
 	for {
 		used := 0
-		for i := 0; i < len(format); i++ {
-			c := format[i]
-			switch {
-			case c == '\\' && i+1 < len(format):
-				b.WriteString(backslashEscapes(format[i : i+2]))
-				i++
-			case c == '%' && i+1 < len(format):
-				j := i + 1
-				for j < len(format) && strings.IndexByte("-+ #0123456789.", format[j]) >= 0 {
-					j++
-				}
-				if j == len(format) {
-					b.WriteString(format[i:])
-					i = j
-					continue
-				}
-				verb := format[j]
-				i = j
-				if verb == '%' {
-					b.WriteByte('%')
-					continue
-				}
-				v := ""
-				if used < len(args) {
-					v = args[used].s
-				}
-				used++
-				if verb == 'b' {
-					v = backslashEscapes(v)
-				}
-				b.WriteString(v)
-			default:
-				b.WriteByte(c)
+		for rest := format; rest != "" && b.Len() < limit; {
+			k := strings.IndexAny(rest, `\%`)
+			if k < 0 {
+				b.WriteString(rest)
+				break
 			}
-			if b.Len() > maxWritten {
-				return b.String()
+			b.WriteString(rest[:k])
+			rest = rest[k:]
+			if len(rest) == 1 {
+				b.WriteString(rest)
+				break
 			}
+			if rest[0] == '\\' {
+				b.WriteString(backslashEscapes(rest[:2]))
+				rest = rest[2:]
+				continue
+			}
+			j := 1
+			for j < len(rest) && strings.IndexByte("-+ #0123456789.", rest[j]) >= 0 {
+				j++
+			}
+			if j == len(rest) {
+				b.WriteString(rest)
+				break
+			}
+			verb := rest[j]
+			rest = rest[j+1:]
+			if verb == '%' {
+				b.WriteByte('%')
+				continue
+			}
+			v := ""
+			if used < len(args) {
+				v = args[used].s
+			}
+			used++
+			if verb == 'b' {
+				v = backslashEscapes(v)
+			}
+			b.WriteString(v)
 		}
-		if used == 0 || used >= len(args) {
+		if used == 0 || used >= len(args) || b.Len() >= limit {
 			return b.String()
 		}
 		args = args[used:]
 	}
 }
 
+// escapes are the backslash escapes echo -e and printf read.
+var escapes = strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\\`, `\`, `\"`, `"`, `\'`, `'`)
+
 // backslashEscapes reads \n, \t and \\ as echo -e and printf do.
 func backslashEscapes(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
-	return strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\\`, `\`, `\"`, `"`, `\'`, `'`).Replace(s)
+	return escapes.Replace(s)
 }
 
 // judgeWritten judges a file the script wrote before installing from it,
@@ -298,8 +320,13 @@ type loopEntry struct {
 	note string
 }
 
-// maxLoopEntries bounds the entries of one file a loop is checked with.
-const maxLoopEntries = 512
+// maxLoopEntries bounds the entries of one file a loop is checked with,
+// and maxLoopWalks the loop bodies one scan walks for entries (loops
+// inside loops multiply).
+const (
+	maxLoopEntries = 512
+	maxLoopWalks   = 4096
+)
 
 // fileLoop checks a loop over a file's lines or words — while read p; do
 // … "$p" …; done < FILE, cat FILE | while read p, for p in $(cat FILE) —
@@ -336,13 +363,14 @@ func (sc *shellScan) fileLoop(s *syntax.Stmt) bool {
 		name, body, words = it.Name.Value, c.Do, true
 		file = sc.catFile(it.Items[0])
 	}
-	if name == "" || file == "" || len(body) == 0 {
+	if name == "" || file == "" || len(body) == 0 || sc.st.loopWalks >= maxLoopWalks {
 		return false
 	}
 	entries := sc.fileEntries(file, words)
-	if entries == nil {
-		return false
+	if entries == nil || sc.st.loopWalks+len(entries) > maxLoopWalks {
+		return false // walked once, the variable unknown
 	}
+	sc.st.loopWalks += len(entries)
 	prevR := sc.r
 	prev, had := sc.st.env[name]
 	defer func() {
@@ -477,12 +505,13 @@ func (sc *shellScan) fileEntries(file string, words bool) []loopEntry {
 		return out
 	}
 	if w := sc.st.written[sc.resolve(file)]; w != nil {
+		note := fmt.Sprintf("from %s as this script writes it", file)
 		return split(w.text, func(i int) int {
 			if i < len(w.lines) {
 				return w.lines[i]
 			}
 			return 0
-		}, func(int) string { return fmt.Sprintf("from %s as this script writes it", file) })
+		}, func(int) string { return note })
 	}
 	a := sc.r.s.a
 	if a.Kind == "" || a.TargetKind == scanners.KindImage || a.Kind == scanners.ArtifactImageConfig {

@@ -7,6 +7,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/mlwarden/mlwarden/internal/hostile"
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -96,5 +97,22 @@ func TestHeredocBody(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestNestedJobsBound: jobs that submit jobs are read four levels deep,
+// however deep they go.
+func TestNestedJobsBound(t *testing.T) {
+	fs, err := scanners.ScanBytes(context.Background(), New(), testArtifact(), hostile.NestedSbatchHeredocs(300))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != maxJobDepth {
+		t.Errorf("%d findings, want %d (one per level read)", len(fs), maxJobDepth)
+	}
+	for i, f := range fs {
+		if want := 4 + 3*i; f.Line != want || f.RuleID != RuleValueTruncated.ID {
+			t.Errorf("finding %d: %s at line %d, want %s at %d", i, f.RuleID, f.Line, RuleValueTruncated.ID, want)
+		}
 	}
 }
