@@ -36,6 +36,16 @@ const (
 	maxWarningLen = 120
 )
 
+// maxDenials and maxDenialLen bound the denial message the same way (a
+// review with 45,000 images once gave an 11.5 MB message), and
+// maxImageLookups the images of one review checked at once (each may ask
+// a registry: without a bound, one review opened a connection per image).
+const (
+	maxDenials      = 10
+	maxDenialLen    = 400
+	maxImageLookups = 8
+)
+
 func (s *Server) serveAdmission(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes+1))
@@ -136,14 +146,30 @@ func (s *Server) Review(ctx context.Context, req *admissionv1.AdmissionRequest) 
 	}
 	checkIsolation(&a, pol, spec)
 
+	images := imagesOf(spec)
+	if maxImages := s.maxImages(); len(images) > maxImages {
+		// Judged by nothing else: no registry is asked for any of them.
+		a.deny("the %s names %d distinct images, more than the %d one review may have checked (serve.max-images); split it, or raise the bound",
+			req.Kind.Kind, len(images), maxImages)
+		return denied(req, a.denials, a.warnings)
+	}
+
 	// Leave the API server time to read the answer before its timeout.
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ScanDeadline)
 	defer cancel()
 	var wg sync.WaitGroup
-	for _, img := range imagesOf(spec) {
+	slots := make(chan struct{}, maxImageLookups)
+	for _, img := range images {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				a.act(pol.Fallback, "%s: image %s was not checked within %s", img.who(), img.image, s.cfg.ScanDeadline)
+				return
+			}
+			defer func() { <-slots }()
 			s.checkImage(ctx, &a, pol, rules.sigs, img, dryRun)
 		}()
 	}
@@ -163,10 +189,32 @@ func denied(req *admissionv1.AdmissionRequest, denials, warnings []string) *admi
 			Status:  metav1.StatusFailure,
 			Code:    http.StatusForbidden,
 			Reason:  metav1.StatusReasonForbidden,
-			Message: "denied by mlwarden: " + strings.Join(denials, "; "),
+			Message: "denied by mlwarden: " + strings.Join(shortDenials(denials), "; "),
 		},
 		Warnings: shortWarnings(warnings),
 	}
+}
+
+// maxImages is the bound on a review's distinct images.
+func (s *Server) maxImages() int {
+	if s.cfg.MaxImages > 0 {
+		return s.cfg.MaxImages
+	}
+	return DefaultMaxImages
+}
+
+// shortDenials bounds the denials' number and length, as shortWarnings
+// does the warnings': the first maxDenials-1, then how many more.
+func shortDenials(ds []string) []string {
+	out := make([]string, 0, min(len(ds), maxDenials))
+	for i, d := range ds {
+		if i == maxDenials-1 && len(ds) > maxDenials {
+			out = append(out, fmt.Sprintf("and %d more", len(ds)-i))
+			break
+		}
+		out = append(out, truncate(d, maxDenialLen))
+	}
+	return out
 }
 
 // shortWarnings bounds the warnings' number and length.

@@ -94,6 +94,9 @@ type Config struct {
 	// metadata addresses always are, after DNS (guard.go). --allow-registry
 	// adds to it.
 	AllowRegistries []string `yaml:"allow_registries,omitempty"`
+	// MaxImages bounds the distinct images one review may name (default
+	// 64); a review with more is denied without contacting any registry.
+	MaxImages int `yaml:"max-images,omitempty"`
 }
 
 // TokenSource is a shared secret compared with a request's
@@ -157,8 +160,15 @@ func DefaultConfig() Config {
 		QueueSize:    256,
 		Retries:      3,
 		RetryBackoff: 2 * time.Second,
+		MaxImages:    DefaultMaxImages,
 	}
 }
+
+// DefaultMaxImages is Config.MaxImages' default: more distinct images than
+// any real Pod runs (the API server's own object limit is 1.5 MiB, room for
+// tens of thousands), few enough that one review cannot make the server
+// open a connection per image.
+const DefaultMaxImages = 64
 
 // LoadConfig reads the server's configuration from a file over the
 // defaults: the serve: section of a file in .mlwarden.yaml format (whose
@@ -253,6 +263,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Workers < 1 || c.QueueSize < 1 {
 		return fmt.Errorf("config: workers and queue-size must be at least 1")
+	}
+	if c.MaxImages < 0 {
+		return fmt.Errorf("config: max-images must be at least 1 (0: the default, %d)", DefaultMaxImages)
 	}
 	if err := ValidateAllowRegistries(c.AllowRegistries); err != nil {
 		return fmt.Errorf("config %w", err)

@@ -72,13 +72,13 @@ type podImage struct {
 // ephemeral container, in the order they appear.
 func imagesOf(spec *corev1.PodSpec) []podImage {
 	var out []podImage
+	at := map[string]int{} // a review may list tens of thousands
 	add := func(image, container string) {
-		for i := range out {
-			if out[i].image == image {
-				out[i].containers = append(out[i].containers, container)
-				return
-			}
+		if i, ok := at[image]; ok {
+			out[i].containers = append(out[i].containers, container)
+			return
 		}
+		at[image] = len(out)
 		out = append(out, podImage{image: image, containers: []string{container}})
 	}
 	for _, c := range spec.InitContainers {

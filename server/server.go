@@ -228,7 +228,7 @@ func (s *Server) Reload(c Config, sigs SignatureVerifier) (needRestart []string,
 		{"events", c.Events == old.Events}, {"harbor", c.Harbor == old.Harbor},
 		{"workers", c.Workers == old.Workers}, {"queue-size", c.QueueSize == old.QueueSize},
 		{"retries", c.Retries == old.Retries && c.RetryBackoff == old.RetryBackoff}, {"store", c.Store == old.Store},
-		{"allow_registries", slices.Equal(c.AllowRegistries, old.AllowRegistries)},
+		{"allow_registries", slices.Equal(c.AllowRegistries, old.AllowRegistries)}, {"max-images", c.MaxImages == old.MaxImages},
 	} {
 		if !f.same {
 			needRestart = append(needRestart, f.key)

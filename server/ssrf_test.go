@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,8 +28,9 @@ import (
 	"github.com/mlwarden/mlwarden/server"
 )
 
-// Issue 37, items 22 and 23: the webhook and the Harbor adapter as a
-// probe of the cluster's own network. Every listener here is on 127.0.0.1; the other
+// Issue 37, items 22, 23 and 25: the webhook and the Harbor adapter as a
+// probe of the cluster's own network, and one review that fans out to a
+// connection per image. Every listener here is on 127.0.0.1; the other
 // internal addresses (private, link-local, metadata) are refused before
 // any connection, which guard_internal_test.go checks with a dialer that
 // records attempts and never connects.
@@ -388,4 +390,61 @@ func startServerNoAllow(t *testing.T, opts ...server.Option) (*server.Server, *h
 		s.Close(sctx)
 	})
 	return s, hs
+}
+
+// TestAdmissionFanOut (item 25): a review with 20,000 distinct images is
+// denied at once with a short message and no connection; one within the
+// bound asks the registry for at most a few images at a time, and its
+// denial is capped as warnings are.
+func TestAdmissionFanOut(t *testing.T) {
+	svc := newInternalService(t, false, 300*time.Millisecond)
+	cfg := server.DefaultConfig()
+	cfg.Retries = 0
+	cfg.NoVerdict = server.Deny // no scans: only tag lookups reach the registry
+	s := newGuardedServer(t, cfg, "127.0.0.1:*")
+	imgs := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s/img-%d:v1", svc.hostPort(), i)
+		}
+		return out
+	}
+
+	for _, tc := range []struct {
+		n     int
+		bound bool
+	}{
+		{20000, true},
+		{server.DefaultMaxImages, false},
+	} {
+		svc.conns.Store(0)
+		svc.peak.Store(0)
+		var before runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		r := review(s, hostilePod(imgs(tc.n)))
+		took := time.Since(start)
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		msg := message(r)
+		t.Logf("%d images: allowed %v, %d-byte message, %d connections, %d requests at once at most, %s, %d MB allocated, %d goroutines",
+			tc.n, r.Allowed, len(msg), svc.conns.Load(), svc.peak.Load(), took.Round(time.Millisecond),
+			(after.TotalAlloc-before.TotalAlloc)>>20, runtime.NumGoroutine())
+		if r.Allowed {
+			t.Fatalf("%d images: allowed", tc.n)
+		}
+		if len(msg) > 10*420+100 {
+			t.Errorf("%d images: a %d-byte message", tc.n, len(msg))
+		}
+		if tc.bound && (!strings.Contains(msg, "distinct images") || svc.conns.Load() != 0) {
+			t.Errorf("%d images: %d connections, message %q", tc.n, svc.conns.Load(), msg)
+		}
+		if !tc.bound && svc.peak.Load() > 8 {
+			t.Errorf("%d images: %d requests at once, %d connections", tc.n, svc.peak.Load(), svc.conns.Load())
+		}
+		if strings.Contains(msg, internalSecret) {
+			t.Errorf("the message holds the registry's body")
+		}
+	}
 }
