@@ -41,6 +41,7 @@ import (
 type keyPath struct {
 	up  *keyPath
 	key string
+	str string // String, once made (the items of a list share it)
 }
 
 const (
@@ -79,6 +80,13 @@ func keySegment(k string) string {
 
 // String is the dotted path, without OmegaConf's "_content" and "_val".
 func (p *keyPath) String() string {
+	if p.str == "" {
+		p.str = p.render()
+	}
+	return p.str
+}
+
+func (p *keyPath) render() string {
 	var segs [maxKeyDepth]string
 	n := 0
 	for ; p != nil && n < maxKeyDepth; p = p.up {
