@@ -194,3 +194,14 @@ func FuzzChatConfig(f *testing.F) {
 		fuzzScan(t, data, func(sc *scan, ra *bytes.Reader, n int64) { sc.chatYAML(nil, ra, n, "serve.yaml") })
 	})
 }
+
+// FuzzKerasConfig feeds Keras config.json text to the walk that judges what
+// a config names.
+func FuzzKerasConfig(f *testing.F) {
+	f.Add([]byte(`{"module": "builtins", "class_name": "function", "config": "print"}`))
+	f.Add([]byte(`{"class_name": "X", "registered_name": "os>system", "config": {"fn": "subprocess.check_output", "inner": "{\"class_name\": \"Lambda\"}"}}`))
+	f.Add([]byte(`{"class_name": "X", "config": {"fn": "keras.utils.get_file", "origin": "https://example.invalid/x", "cache_dir": "../../x"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzScan(t, data, func(sc *scan, ra *bytes.Reader, n int64) { sc.kerasJSON(nil, data, "3.9.0") })
+	})
+}

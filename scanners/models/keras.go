@@ -249,37 +249,53 @@ func isIdent(s string) bool {
 // sub-model escapes scanners that only read the top-level layers). version
 // is the Keras version that wrote it, when known.
 func (sc *scan) kerasConfig(p place, v any, h5 bool, version string) {
+	limited := false
 	var walk func(v any, where string, depth int)
 	walk = func(v any, where string, depth int) {
-		if depth > 64 {
+		if depth > kerasMaxDepth {
+			if !limited {
+				limited = true
+				sc.limit("Keras config depth limit", p, fmt.Sprintf("Keras config%s nests deeper than %d levels: what is below was not checked.", p.in(), kerasMaxDepth))
+			}
 			return
 		}
 		switch x := v.(type) {
+		case string:
+			// A nested config kept as JSON text (as model_config is in
+			// an .h5 file) is a config too.
+			if t := strings.TrimSpace(x); strings.HasPrefix(t, "{") && (strings.Contains(t, `"class_name"`) || strings.Contains(t, `"module"`)) {
+				var inner any
+				if json.Unmarshal(pyJSON([]byte(t)), &inner) == nil {
+					walk(inner, where, depth+1)
+				}
+			}
 		case []any:
 			for _, e := range x {
 				walk(e, where, depth+1)
 			}
 		case map[string]any:
 			cls, _ := x["class_name"].(string)
+			reg, _ := x["registered_name"].(string)
 			name := where
 			cfg, _ := x["config"].(map[string]any)
 			if n, ok := cfg["name"].(string); ok {
 				name = n
 			}
-			switch cls {
-			case "Lambda":
+			switch {
+			case kerasNamed(cls, reg, "Lambda"):
 				sc.kerasLambda(p, name, cfg, h5, version)
-			case "TorchModuleWrapper":
+			case kerasNamed(cls, reg, "TorchModuleWrapper"):
 				sc.kerasTorchWrapper(p, name, cfg, version)
 			}
 			sc.kerasGadgets(p, x, name, version)
+			sc.kerasDotted(p, x, name)
 			for _, key := range []string{"module", "fn_module", "output_shape_module"} {
 				mod, ok := x[key].(string)
 				if !ok || !moduleName(mod) || kerasModule(mod) {
 					continue // not a module name (TorchModuleWrapper keeps its pickle under "module")
 				}
 				attr := kerasFunctionName(x, key)
-				v := sc.s.cls.classify(mod, attr)
+				v := sc.kerasClassify(mod, attr)
 				switch v.tier {
 				case tierDangerous:
 					sc.add(ruleKerasModule, scanners.SeverityCritical,
@@ -305,6 +321,74 @@ func (sc *scan) kerasConfig(p place, v any, h5 bool, version string) {
 		}
 	}
 	walk(v, "", 0)
+}
+
+// kerasMaxDepth bounds the nesting of a Keras config walked (Go's JSON
+// decoder stops at 10,000; past it: a limit, not a silent pass).
+const kerasMaxDepth = 20000
+
+// kerasNamed reports whether a config's class_name or registered_name
+// names the Keras class want, however qualified (keras.layers.Lambda,
+// keras.src.layers>Lambda).
+func kerasNamed(cls, reg, want string) bool {
+	return kerasLastName(cls) == want || kerasLastName(reg) == want
+}
+
+func kerasLastName(s string) string {
+	if i := strings.LastIndexAny(s, ".>"); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// kerasBuiltins are the module names of Python's builtins: a Keras config
+// has no reason to name any of them, and Keras calls what it names
+// (builtins.print is as much a call into the interpreter as builtins.eval).
+func kerasBuiltins(mod string) bool {
+	top, _, _ := strings.Cut(mod, ".")
+	return top == "builtins" || top == "__builtin__" || top == "__builtins__"
+}
+
+// kerasClassify judges module.attr named by a Keras config: the pickle
+// rules, and any builtins as dangerous.
+func (sc *scan) kerasClassify(mod, attr string) verdict {
+	v := sc.s.cls.classify(mod, attr)
+	if v.tier != tierDangerous && kerasBuiltins(mod) {
+		return verdict{tier: tierDangerous, sev: scanners.SeverityCritical, why: "a Python builtin, called by Keras when it deserializes the config; no model config names one"}
+	}
+	return v
+}
+
+// kerasNameFields are the fields of a config object that name a class or
+// function.
+var kerasNameFields = []string{"class_name", "registered_name", "function", "fn", "fn_name", "output_shape"}
+
+// kerasDotted judges the dotted paths (os.system, builtins.exec,
+// subprocess>check_output) that a config object's naming fields hold,
+// whether or not it has a module field: Keras 2 resolves dotted names
+// through its module objects and Keras 3 custom objects are registered
+// as package>name. Unknown modules are left to the module check.
+func (sc *scan) kerasDotted(p place, x map[string]any, name string) {
+	fields := slices.Clone(kerasNameFields)
+	if x["class_name"] == "function" {
+		fields = append(fields, "config")
+	}
+	for _, k := range fields {
+		s, _ := x[k].(string)
+		i := strings.LastIndexAny(s, ".>")
+		if i <= 0 || !moduleName(strings.ReplaceAll(s, ">", ".")) {
+			continue
+		}
+		mod, attr := strings.ReplaceAll(s[:i], ">", "."), s[i+1:]
+		if kerasModule(mod) {
+			continue
+		}
+		if v := sc.kerasClassify(mod, attr); v.tier == tierDangerous {
+			sc.add(ruleKerasModule, v.sev,
+				fmt.Sprintf("Keras config%s names %s (%s, in %q): %s; Keras imports what a config names on load and calls it (CVE-2025-1550). %s", p.in(), s, k, name, v.why, ruleKerasModule.Fix),
+				fmt.Sprintf("%s %s", k, s))
+		}
+	}
 }
 
 // kerasLambda reports a Lambda layer. Keras 3 refuses a Lambda whose
@@ -378,10 +462,19 @@ func (sc *scan) kerasTorchWrapper(p place, name string, cfg map[string]any, vers
 // the rest of the load (CVE-2025-9906, fixed in 3.11.0).
 func (sc *scan) kerasGadgets(p place, x map[string]any, name, version string) {
 	mod, _ := x["module"].(string)
-	fn := kerasFunctionName(x, "module")
-	reg, _ := x["registered_name"].(string)
+	names := []string{kerasFunctionName(x, "module")}
+	for _, k := range kerasNameFields {
+		if s, ok := x[k].(string); ok {
+			names = append(names, s)
+		}
+	}
 	is := func(f string) bool {
-		return fn == f || strings.HasSuffix(fn, "."+f) || reg == f || strings.HasSuffix(reg, "."+f) || strings.HasSuffix(reg, ">"+f)
+		for _, n := range names {
+			if n == f || kerasLastName(n) == f {
+				return true
+			}
+		}
+		return false
 	}
 	fixed, _ := kerasAtLeast(version, 3, 11, 0)
 	after := ""
@@ -401,7 +494,10 @@ func (sc *scan) kerasGadgets(p place, x map[string]any, name, version string) {
 			fmt.Sprintf("Keras config%s calls keras.config.enable_unsafe_deserialization (in %q): loading the model turns safe mode off for everything after it, so Lambda bytecode and arbitrary modules then run (CVE-2025-9906).%s %s", p.in(), name, after, ruleKerasModule.Fix),
 			"enable_unsafe_deserialization in "+name)
 	case is("get_file"):
-		cfg, _ := x["config"].(map[string]any)
+		cfg, ok := x["config"].(map[string]any)
+		if !ok {
+			cfg = x // named in config.fn: its arguments beside it
+		}
 		var outside []string
 		for _, k := range []string{"origin", "fname", "cache_dir", "cache_subdir", "file_hash"} {
 			s, _ := cfg[k].(string)
