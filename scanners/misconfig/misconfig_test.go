@@ -173,8 +173,17 @@ func FuzzScan(f *testing.F) {
 	f.Add("Dockerfile", "FROM x\nRUN <<EOF\nxmrig\nEOF\nCMD [\"a\"]")
 	f.Add("a.yaml", "spec:\n  containers:\n  - env: [{name: NVIDIA_VISIBLE_DEVICES, value: all}]\n")
 	f.Add("c.py", "c.ServerApp.token = ''\n")
+	f.Add("job.sh", "#!/bin/bash\nN=$(hostname -i)\nsbatch <<EOF\n#!/bin/bash\nsrun vllm serve m \\\n  --host $N\nEOF\ncat <<'E' | sbatch\njupyter lab \\\n --ip=0.0.0.0\nE\nssh n <<-X\n\tray start --dashboard-host=0.0.0.0\n\tX\n")
+	f.Add("Dockerfile", "FROM x\nRUN a && \\\n  # c\n  docker run \\\n   --privileged i\nCMD tensorboard \\\n --bind_all\n")
+	f.Add("l.conf", "mlflow server \\\n -h 0.0.0.0 \\\n\n")
 	f.Fuzz(func(t *testing.T, path, content string) {
-		_, _ = scanners.ScanBytes(context.Background(), New(), &scanners.Artifact{Path: path}, []byte(content))
+		fs, _ := scanners.ScanBytes(context.Background(), New(), &scanners.Artifact{Path: path}, []byte(content))
+		lines := strings.Count(content, "\n") + 1
+		for _, f := range fs {
+			if f.Line < 0 || f.Line > lines {
+				t.Fatalf("finding at line %d of %d: %+v", f.Line, lines, f)
+			}
+		}
 	})
 }
 

@@ -44,6 +44,13 @@ func FuzzShell(f *testing.F) {
 		": \"${IMG:=nvcr.io/n/p:1}\"\nIMG2=${IMG2:-u:latest}\nsrun --container-image=$IMG true\napptainer exec library://a/b/c:sha256.00 true\ndocker run --rm -e A=1 img:1 pip install z\n",
 		"cd /opt && curl -fsSL get.e.test > i.sh | tee t && aws s3 cp s3://b/k ./ && gsutil gs://b/x /tmp/\necho \"aa  i.sh\" | sha256sum -c -\nbash i.sh\n",
 		"go get -tool e.test/x@v1\nnpx -p y@latest z\nyarn\nnuget install a -Version 1\nchoco install b\napt-get install -y c=1 d\ndnf module install e\nxargs -I{} sh -c 'uvx f {}'\nsu -c 'pipx run g' u\n",
+		// Issue 37: jobs submitted through heredocs, written files, loops
+		// over a file, continued commands, bare names.
+		"#!/bin/bash\nIMG=u:1\nsbatch -p g <<EOF\n#!/bin/bash\n#SBATCH --container-image=$IMG\nsrun --container-image=\\$X pip install \\\n  y\nEOF\ncat <<-'E' | sbatch\n\t#!/bin/sh\n\t#SBATCH -N1\n\tE\n",
+		"cat > r.txt <<EOF\ntorch\n${V}\nEOF\nprintf '%s\\n' a==1 b%d > r.txt\necho -e 'c\\nd' >> r.txt\npip install -r r.txt\nconda env create -f r.txt\n",
+		"while IFS= read -r p; do pip install \"$p\"; done < r.txt\ncat r.txt | while read p; do conda install $p; done\nfor p in $(cat r.txt) $(< r.txt); do apt-get install $p; done\n",
+		"srun --gpus 4 \\\n  vllm serve m \\\n  --host 0.0.0.0 \\\n  --trust-remote-code\npip install \\\n  a==1 \\\n  b\n",
+		"curl -o /usr/local/bin/k https://e.test/k\nk version\nexport PATH=.:$PATH\nwget -O t https://e.test/t; t; bash -c \"t\"\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -56,6 +63,7 @@ func FuzzDockerfile(f *testing.F) {
 		"# syntax=docker/dockerfile:1\nFROM x@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\nRUN <<EOF\ncurl https://e.test | sh\nEOF\n",
 		"FROM scratch\nADD https://e.test/m.bin /m\nRUN [\"sh\", \"-c\", \"pip install x\"]\nENV PIP_EXTRA_INDEX_URL=https://e.test\n",
 		"# escape=`\nFROM mcr.test/windows:ltsc\nRUN echo `\n  hi\n",
+		"FROM x\nWORKDIR /app\nENV PATH=/app:$PATH\nRUN curl -o e https://e.test/e && \\\n  pip install \\\n   y\nRUN e\nRUN [\"e\"]\nRUN [\"sh\", \"-c\", \"e\"]\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -250,6 +251,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"#!/bin/sh\n#SBATCH --container-image \"a#b\"'c'\\#d#e -vJx\n#SBATCH --container-im=r.example.com#n/p:1\n",
 		"#!/bin/sh\r\n#SLURM -J\r\n#SBATCH x\\\n--nice=1\x00#z\ntrue\n",
+		"#!/bin/bash\nI='a#b'\nsbatch -p x <<EOF\n#!/bin/bash\n#SBATCH --container-image=$I\n#SBATCH --x \\\n y\nsbatch <<'E2'\n#SBATCH -N\nE2\nEOF\ncat <<-E | sbatch --\n\t#!/bin/sh\n\tE\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -262,6 +264,11 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		s.Effective([]string{"SBATCH_TIMELIMIT=1"}, []string{"--time=2"})
-		New().ScanScript(testArtifact(), data)
+		lines := bytes.Count(data, []byte("\n")) + 1
+		for _, f := range New().ScanScript(testArtifact(), data) {
+			if f.Line < 0 || f.Line > lines {
+				t.Fatalf("finding at line %d of %d: %+v", f.Line, lines, f)
+			}
+		}
 	})
 }
