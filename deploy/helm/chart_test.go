@@ -560,3 +560,48 @@ func TestChartRedis(t *testing.T) {
 		t.Error("redis disabled, but the pods get a cache backend")
 	}
 }
+
+// TestChartHarborAndAllowList: harbor.existingSecret mounts the token and
+// points serve.harbor.token-file at it (the adapter is served only with a
+// token), unless serve.harbor is set; the allow-list reaches the config.
+func TestChartHarborAndAllowList(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		tokenFile string
+		secret    string
+		allow     []string
+	}{
+		{args: nil},
+		{args: []string{"--set", "harbor.existingSecret=harbor-token"}, tokenFile: "/etc/mlwarden/harbor/token", secret: "harbor-token"},
+		{args: []string{"--set", "harbor.existingSecret=harbor-token,config.serve.harbor.token-env=HARBOR_TOKEN"}, secret: "harbor-token"},
+		{args: []string{"-f", filepath.Join(chart, "ci", "all-options-values.yaml")}, tokenFile: "/etc/mlwarden/harbor/token", secret: "mlwarden-harbor",
+			allow: []string{"registry.ml.svc.cluster.local:5000", "*.registry.corp.example", "10.20.0.5:*"}},
+	} {
+		out, err := render(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := decode(t, out)
+		p := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(p, []byte(m.configMap.Data["config.yaml"]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := server.LoadConfig(p)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if cfg.Harbor.TokenFile != tc.tokenFile || !slices.Equal(cfg.AllowRegistries, tc.allow) {
+			t.Errorf("%v: harbor %+v, allow_registries %q", tc.args, cfg.Harbor, cfg.AllowRegistries)
+		}
+		pod := m.deployment.Spec.Template.Spec
+		mounted := slices.ContainsFunc(pod.Containers[0].VolumeMounts, func(vm corev1.VolumeMount) bool {
+			return vm.Name == "harbor" && vm.MountPath == "/etc/mlwarden/harbor" && vm.ReadOnly
+		})
+		vol := slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool {
+			return v.Name == "harbor" && v.Secret != nil && v.Secret.SecretName == tc.secret
+		})
+		if want := tc.secret != ""; mounted != want || vol != want {
+			t.Errorf("%v: harbor secret mounted %v, volume %v, want %v", tc.args, mounted, vol, want)
+		}
+	}
+}

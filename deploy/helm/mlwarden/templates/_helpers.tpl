@@ -58,7 +58,9 @@ The image reference: repository:tag, with @digest when image.digest is set.
 
 {{/*
 The config file: .Values.config with serve.scan-deadline derived from the
-webhook's timeout when it is not set (3 s of margin for the answer).
+webhook's timeout when it is not set (3 s of margin for the answer), and
+serve.harbor.token-file set to the mounted harbor.existingSecret when
+serve.harbor is not set.
 */}}
 {{- define "mlwarden.config" -}}
 {{- $cfg := deepCopy .Values.config -}}
@@ -69,6 +71,9 @@ webhook's timeout when it is not set (3 s of margin for the answer).
 {{- fail "webhook.timeoutSeconds must be at least 4 when config.serve.scan-deadline is not set" -}}
 {{- end -}}
 {{- $_ := set $serve "scan-deadline" (printf "%ds" (sub $timeout 3)) -}}
+{{- end -}}
+{{- if and .Values.harbor.existingSecret (not (hasKey $serve "harbor")) -}}
+{{- $_ := set $serve "harbor" (dict "token-file" "/etc/mlwarden/harbor/token") -}}
 {{- end -}}
 {{- $_ := set $cfg "serve" $serve -}}
 {{- toYaml $cfg -}}
