@@ -81,6 +81,9 @@ func FuzzGGUF(f *testing.F) {
 
 func FuzzProtobuf(f *testing.F) {
 	seed(f, ".pb", ".onnx")
+	for _, loc := range []string{"sub/../w.bin", "../w.bin", `C:\x`} {
+		f.Add(hostile.ONNXExternal(loc))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzScan(t, data, func(sc *scan, ra *bytes.Reader, n int64) { sc.protobuf(nil, ra, n, "saved_model.pb") })
 	})

@@ -178,7 +178,7 @@ func (sc *scan) protobuf(p place, ra io.ReaderAt, size int64, name string) {
 			}
 		}
 		if f1 == "location" && f2 != "" {
-			if bad, why := escapes(f2); bad {
+			if bad, why := onnxEscapes(f2); bad {
 				sc.add(ruleONNXPath, ruleONNXPath.Severity,
 					fmt.Sprintf("ONNX model%s stores tensor data at external location %q, which %s. %s", p.in(), f2, why, ruleONNXPath.Fix),
 					"location "+f2)
@@ -208,8 +208,27 @@ func (sc *scan) protobuf(p place, ra io.ReaderAt, size int64, name string) {
 	}
 }
 
-// escapes reports whether an external-data location leaves the model's
-// directory.
+// onnxEscapes reports whether an ONNX external-data location leaves the
+// model's directory: absolute, or climbing out once normalised, as onnx's
+// checker resolves it (clean_relative_path): "sub/../w.bin" is w.bin in
+// the model's directory, not traversal (it had been a false block).
+func onnxEscapes(loc string) (bool, string) {
+	l := strings.ReplaceAll(loc, `\`, "/")
+	switch {
+	case strings.HasPrefix(l, "/"):
+		return true, "is an absolute path"
+	case len(l) >= 2 && l[1] == ':':
+		return true, "is an absolute Windows path"
+	}
+	if c := path.Clean(l); c == ".." || strings.HasPrefix(c, "../") {
+		return true, "climbs out of the model directory with .."
+	}
+	return false, ""
+}
+
+// escapes reports whether an archive member name, a link target or a
+// path a Keras config writes to leaves the directory it is relative to;
+// any .. is reported.
 func escapes(loc string) (bool, string) {
 	l := strings.ReplaceAll(loc, `\`, "/")
 	switch {
