@@ -244,11 +244,11 @@ type rep struct {
 	line func(int) int
 	// where is appended to messages ("in image history entry 3").
 	where string
-	// cmd, when set, is the simple command being checked: a finding at its
+	// cmd, when it has words, is the simple command being checked: a finding at its
 	// first line whose evidence is one of its words is reported at that
 	// word's line (a continued command's seventh line), the first line
 	// named in the message.
-	cmd *cmdWords
+	cmd cmdWords
 	// entry, when set, is the line of a file that a loop is being checked
 	// with: a finding about it is reported where the script writes it
 	// (or says which line of the file it is).
@@ -295,7 +295,7 @@ func (r *rep) inCommand(first int, words []arg) *rep {
 	if !multi {
 		return r // one line: nothing to place
 	}
-	return &rep{s: r.s, line: r.line, where: r.where, entry: r.entry, cmd: &cmdWords{first: first, words: words}}
+	return &rep{s: r.s, line: r.line, where: r.where, entry: r.entry, cmd: cmdWords{first: first, words: words}}
 }
 
 func (s *sink) whole() *rep { return &rep{s: s} }
@@ -328,7 +328,7 @@ func (r *rep) mapLine(l int) int {
 // add records one finding. evidence is what was matched (a reference, a
 // requirement); msg says what, why and how to fix it.
 func (r *rep) add(rule scanners.Rule, line int, evidence, msg string) {
-	if r.cmd != nil && line == r.cmd.first && evidence != "" {
+	if r.cmd.words != nil && line == r.cmd.first && evidence != "" {
 		if wl, ok := r.cmd.lineOf(evidence); ok {
 			if at, first := r.mapLine(wl), r.mapLine(line); at > 0 && at != first {
 				msg += fmt.Sprintf(" (in the command that starts at line %d)", first)

@@ -766,10 +766,13 @@ func (sc *shellScan) executesBare(name string, ln int) {
 	if name == "" || !validBareName(name) {
 		return
 	}
-	here := sc.resolve(name)
+	here := ""
 	for _, d := range sc.st.downloads {
 		if d.file == "" || path.Base(d.key) != name {
 			continue
+		}
+		if here == "" {
+			here = sc.resolve(name)
 		}
 		dir := path.Dir(d.key)
 		onPath := d.key == here
