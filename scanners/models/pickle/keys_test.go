@@ -94,3 +94,35 @@ func TestStringKeysBounded(t *testing.T) {
 		t.Errorf("value handed over %d times", n)
 	}
 }
+
+// TestStringKeysCPython: CPython's own protocol 0 and 1 output (DICT after
+// a MARK, SETITEM one item at a time, copy_reg._reconstructor then BUILD),
+// as pickle.dumps wrote it for
+// {'run': {'wandb': {'api_key': …}}, 'args': argparse.Namespace(seed=1, hf_token=…)}.
+func TestStringKeysCPython(t *testing.T) {
+	for name, c := range map[string]struct {
+		data string
+		want map[string]string
+	}{
+		"protocol 0": {"(dp0\nVrun\np1\n(dp2\nVwandb\np3\n(dp4\nVapi_key\np5\nVthe-planted-value-0123\np6\nsssVargs\np7\nccopy_reg\n_reconstructor\np8\n(cargparse\nNamespace\np9\nc__builtin__\nobject\np10\nNtp11\nRp12\n(dp13\nVseed\np14\nI1\nsVhf_token\np15\nVthe-planted-value-4567\np16\nsbs.",
+			map[string]string{"the-planted-value-0123": "run.wandb.api_key", "the-planted-value-4567": "args.hf_token"}},
+		"protocol 1": {"}q\x00X\x04\x00\x00\x00argsq\x01ccopy_reg\n_reconstructor\nq\x02(cargparse\nNamespace\nq\x03c__builtin__\nobject\nq\x04Ntq\x05Rq\x06}q\x07(X\x04\x00\x00\x00seedq\x08K\x01X\x08\x00\x00\x00hf_tokenq\tX\x16\x00\x00\x00the-planted-value-4567q\nubs.",
+			map[string]string{"the-planted-value-4567": "args.hf_token"}},
+	} {
+		r := Walk(strings.NewReader(c.data), Limits{})
+		got := map[string]string{}
+		for _, s := range r.Strings {
+			if strings.HasPrefix(s.Value, "the-planted") {
+				got[s.Value] = s.Key
+			}
+		}
+		if len(r.Problems) > 0 || len(got) != len(c.want) {
+			t.Errorf("%s: keys %v, problems %v", name, got, r.Problems)
+		}
+		for v, k := range c.want {
+			if got[v] != k {
+				t.Errorf("%s: %s under %q, want %q", name, v, got[v], k)
+			}
+		}
+	}
+}
