@@ -63,7 +63,10 @@ func TestSDKCredentials(t *testing.T) {
 		{"hfapi, legacy token", "train.py", "api = HfApi(token=\"" + hfOld + "\")\n", "secrets/huggingface-legacy-token"},
 		{"mistral", "chat.py", "client = MistralClient(\"" + mi + "\")\n", "secrets/mistral-api-key"},
 		{"together", "chat.py", "client = Together(api_key=\"" + tg + "\")\n", "secrets/together-api-key"},
+		{"call over lines, split literal", "app.py", "co = cohere.Client(\n    \"" + co[:20] + "\"\n    \"" + co[20:] + "\"\n)\n", "secrets/cohere-api-key"},
+		{"call over lines, keyword", "app.py", "co = cohere.Client(\n    timeout=30,\n    api_key=\"" + co + "\",\n)\n", "secrets/cohere-api-key"},
 		{"notebook", "nb.ipynb", nb("co = cohere.Client(\"" + co + "\")"), "secrets/cohere-api-key"},
+		{"notebook, call over source lines", "nb.ipynb", `{"cells": [{"cell_type": "code", "source": ["import cohere\n", "co = Client(\n", "    api_key=\"` + co + `\",\n", ")\n"]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}`, "secrets/cohere-api-key"},
 		{"notebook, not JSON", "nb.ipynb", nb("co = cohere.Client(\""+co+"\")") + ",", "secrets/cohere-api-key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
