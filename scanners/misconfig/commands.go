@@ -114,7 +114,7 @@ func shellCommandsEnv(data []byte, depth int, env map[string]string) []cmdLine {
 // (slurm.HeredocBody: the node-address variables known, the rest as
 // written), and its lines are the file's.
 func heredocCommands(data []byte, s *syntax.Stmt, depth int, env map[string]string) []cmdLine {
-	if depth >= maxNesting {
+	if depth >= maxNesting || !hasHeredoc(s) {
 		return nil
 	}
 	var rds []*syntax.Redirect
@@ -150,6 +150,23 @@ func heredocCommands(data []byte, s *syntax.Stmt, depth int, env map[string]stri
 		}
 	}
 	return out
+}
+
+// hasHeredoc reports a statement with a here-document (on it, or on the
+// first command of its pipe: cat <<EOF | sbatch).
+func hasHeredoc(s *syntax.Stmt) bool {
+	for {
+		for _, rd := range s.Redirs {
+			if rd.Hdoc != nil {
+				return true
+			}
+		}
+		bc, ok := s.Cmd.(*syntax.BinaryCmd)
+		if !ok || bc.Op != syntax.Pipe {
+			return false
+		}
+		s = bc.X
+	}
 }
 
 // readsScript reports a command that runs its standard input as shell

@@ -141,19 +141,26 @@ func literalWord(w *syntax.Word) (string, bool) {
 func SubmitsHeredoc(s *syntax.Stmt) *syntax.Redirect {
 	if bc, ok := s.Cmd.(*syntax.BinaryCmd); ok && bc.Op == syntax.Pipe {
 		// cat <<EOF | sbatch
+		rd := heredocOf(bc.X)
+		if rd == nil {
+			return nil
+		}
 		if c, ok := bc.Y.Cmd.(*syntax.CallExpr); !ok || !sbatchReadsStdin(c.Args) {
 			return nil
 		}
 		if c, ok := bc.X.Cmd.(*syntax.CallExpr); !ok || len(c.Args) != 1 || litWord(c.Args[0]) != "cat" {
 			return nil
 		}
-		return heredocOf(bc.X)
+		return rd
 	}
-	c, ok := s.Cmd.(*syntax.CallExpr)
-	if !ok || !sbatchReadsStdin(c.Args) {
+	rd := heredocOf(s)
+	if rd == nil {
 		return nil
 	}
-	return heredocOf(s)
+	if c, ok := s.Cmd.(*syntax.CallExpr); !ok || !sbatchReadsStdin(c.Args) {
+		return nil
+	}
+	return rd
 }
 
 func heredocOf(s *syntax.Stmt) *syntax.Redirect {
