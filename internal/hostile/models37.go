@@ -77,9 +77,10 @@ var templateTricks = map[string]templateTrick{
 		a, b := halves(name)
 		return "", fmt.Sprintf("((%q ~ %q)|center(%d)|trim)", a, b, len(name)+4)
 	},
+	// striptags removes tags and decodes entities.
 	"striptags": func(v, name string) (string, string) {
 		a, b := halves(name)
-		return "", fmt.Sprintf("(%q|striptags)", a+"<i></i>"+b)
+		return "", fmt.Sprintf("(%q|striptags)", strings.ReplaceAll(a+"<i></i>"+b, "_", "&#95;"))
 	},
 	"truncate": func(v, name string) (string, string) {
 		a, b := halves(name)
