@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlwarden/mlwarden/internal/faultproxy"
 	"github.com/mlwarden/mlwarden/internal/redistest"
 	"github.com/mlwarden/mlwarden/scanners/cache"
 )
@@ -285,4 +286,67 @@ func FuzzGet(f *testing.F) {
 		st.Put(context.Background(), key, data, 0)
 		c.Get(context.Background(), cache.KindLayer, "v1", "fuzz")
 	})
+}
+
+// TestSilentRedis: a Redis that accepts connections and never answers
+// (nor completes a TLS handshake) is one warning and a cold scan within
+// the cache's timeout — also when the URL turns go-redis' own timeouts off
+// (read_timeout=-1) — and the caller's context cancels a request at once
+// (issue 37, item 12: go-redis ignored the context, so read_timeout=-1
+// hung every lookup forever).
+func TestSilentRedis(t *testing.T) {
+	l, err := faultproxy.Listener()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	addr := l.Addr().String()
+	for _, tc := range []struct {
+		name    string
+		url     string
+		timeout time.Duration // Options.Timeout
+		cancel  time.Duration // the caller's context is cancelled after this (0: never)
+		most    time.Duration
+	}{
+		{"plain", "redis://" + addr, 300 * time.Millisecond, 0, 900 * time.Millisecond},
+		{"go-redis timeouts off", "redis://" + addr + "?read_timeout=-1&write_timeout=-1&dial_timeout=-1", 300 * time.Millisecond, 0, 900 * time.Millisecond},
+		{"go-redis read timeout off", "redis://" + addr + "?read_timeout=-1", 300 * time.Millisecond, 0, 900 * time.Millisecond},
+		{"TLS handshake never answered", "rediss://" + addr + "?skip_verify=true&read_timeout=-1", 300 * time.Millisecond, 0, 900 * time.Millisecond},
+		{"the caller cancels", "redis://" + addr + "?read_timeout=-1", time.Minute, 100 * time.Millisecond, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var w warnings
+			c, err := cache.Open(tc.url, cache.Options{Warn: w.add, Timeout: tc.timeout, RetryAfter: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			if tc.cancel > 0 {
+				time.AfterFunc(tc.cancel, cancel)
+			}
+			start := time.Now()
+			var wg sync.WaitGroup
+			for i := range 16 {
+				wg.Go(func() {
+					if _, ok := c.Get(ctx, cache.KindLayer, "v1", string(rune('a'+i))); ok {
+						t.Error("a hit from a silent server")
+					}
+				})
+			}
+			wg.Wait()
+			if tc.cancel == 0 {
+				c.Put(ctx, cache.KindLayer, "v1", "z", []byte("x"))
+			}
+			took := time.Since(start)
+			t.Logf("%s: %s, warnings %q", tc.name, took, w.get())
+			if took > tc.most {
+				t.Errorf("took %s, more than %s", took, tc.most)
+			}
+			if tc.cancel == 0 && len(w.get()) != 1 {
+				t.Errorf("warnings %q, want one", w.get())
+			}
+		})
+	}
 }

@@ -36,7 +36,8 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 // options (dial_timeout, pool_size, skip_verify, ...) and ca=FILE, a PEM
 // file of the certificate authorities that sign the server's certificate
 // (default: the system's). It does not connect: the first request does.
-// timeout bounds each request; ttl is each entry's time to live, renewed
+// timeout bounds each request, as the caller's context does (deadline and
+// cancellation); ttl is each entry's time to live, renewed
 // by every hit (negative: none).
 func OpenRedis(rawURL string, timeout, ttl time.Duration) (*Redis, error) {
 	u, err := url.Parse(rawURL)
@@ -80,6 +81,11 @@ func OpenRedis(rawURL string, timeout, ttl time.Duration) (*Redis, error) {
 	if o.MaxRetries == 0 {
 		o.MaxRetries = 1
 	}
+	// The caller's context bounds every request (the Cache gives each one
+	// its Timeout): without this go-redis reads and writes by its own
+	// timeouts only, so a server that accepts and never answers held a
+	// lookup past a cancelled scan, and forever with read_timeout=-1.
+	o.ContextTimeoutEnabled = true
 	o.DisableIdentity = true
 	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	// go-redis logs pool and reconnect failures to standard error on its
@@ -90,16 +96,18 @@ func OpenRedis(rawURL string, timeout, ttl time.Duration) (*Redis, error) {
 
 // Get implements Store.
 func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
-	data, err := r.c.GetEx(ctx, key, r.ttl).Bytes()
+	var data []byte
+	err := r.do(ctx, func(ctx context.Context) error {
+		var err error
+		data, err = r.c.GetEx(ctx, key, r.ttl).Bytes()
+		if err != nil && !errors.Is(err, redis.Nil) && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
+			// A server older than Redis 6.2: no GETEX.
+			data, err = r.c.Get(ctx, key).Bytes()
+		}
+		return err
+	})
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrMiss
-	}
-	if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
-		// A server older than Redis 6.2: no GETEX.
-		data, err = r.c.Get(ctx, key).Bytes()
-		if errors.Is(err, redis.Nil) {
-			return nil, ErrMiss
-		}
 	}
 	return data, err
 }
@@ -109,7 +117,25 @@ func (r *Redis) Put(ctx context.Context, key string, value []byte, ttl time.Dura
 	if ttl <= 0 {
 		ttl = r.ttl
 	}
-	return r.c.Set(ctx, key, value, ttl).Err()
+	return r.do(ctx, func(ctx context.Context) error { return r.c.Set(ctx, key, value, ttl).Err() })
+}
+
+// do runs one request, returning when ctx is done even if the request
+// is still waiting: go-redis bounds its socket reads by ctx's deadline,
+// not by its cancellation. The request itself ends by that deadline (the
+// Cache gives every request one).
+func (r *Redis) do(ctx context.Context, f func(context.Context) error) error {
+	if ctx.Done() == nil {
+		return f(ctx)
+	}
+	done := make(chan error, 1)
+	go func() { done <- f(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Close implements Store.
