@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"strings"
 )
 
 // Values written over several lines (issue 37, item 2).
@@ -17,6 +18,8 @@ import (
 //     Python): the pieces become one literal;
 //   - a word continued by a backslash at the end of its line (shell, and
 //     Python's explicit line joining): the backslash and line break go;
+//   - a parenthesised value that starts on the line after its name
+//     (API_KEY = (⏎"…"⏎"…"⏎)): the "(" and the value's indentation go;
 //   - a YAML block scalar (key: >- or key: |, the value on the lines
 //     below): the indicator goes and the value's first line (for a folded
 //     scalar, its lines folded with single spaces, as YAML reads them)
@@ -51,6 +54,8 @@ func joinLines(text []byte) []byte {
 			cuts, last = literalChain(text, i, e)
 		case blockScalar(text, i, e):
 			cuts, add, last = scalarJoin(text, i, e)
+		case parenValue(text, i, e):
+			cuts, last = parenJoin(text, i, e)
 		}
 		if len(cuts) == 0 {
 			i = e + 1
@@ -81,9 +86,10 @@ func joinLines(text []byte) []byte {
 
 // joinEnd marks the bytes a line that may join the next can end with: a
 // backslash, a quote (and blanks or a "+" after it), a block scalar's
-// indicator (>, |, -, +; an indentation digit after one of them), a '\r'.
+// indicator (>, |, -, +; an indentation digit after one of them), a "(",
+// a '\r'.
 var joinEnd = func() (t [256]bool) {
-	for _, c := range []byte("\\\"'+ \t\r>|-") {
+	for _, c := range []byte("\\\"'+ \t\r>|-(") {
 		t[c] = true
 	}
 	return t
@@ -279,6 +285,62 @@ func literalChain(text []byte, start, e int) (cuts [][2]int, last int) {
 			break // the piece is not the line's last literal: the chain ends here
 		}
 		q, e = nq, ne
+	}
+	return cuts, last
+}
+
+// parenValue reports whether the line [start, e) assigns a parenthesised
+// value that starts on the next line with a string literal: "KEY = (",
+// "key: (" then the literal alone on its line (or the first piece of a
+// continued one).
+func parenValue(text []byte, start, e int) bool {
+	end := lineEnd(text, start, e)
+	j := end - 1
+	for j >= start && isBlank(text[j]) {
+		j--
+	}
+	if j < start+1 || text[j] != '(' {
+		return false
+	}
+	j--
+	for j >= start && isBlank(text[j]) {
+		j--
+	}
+	if j < start || (text[j] != '=' && text[j] != ':') || j > start && strings.IndexByte("=!<>", text[j-1]) >= 0 {
+		return false // not an assignment (a call, a comparison)
+	}
+	s, ne := nextLine(text, e)
+	o := s
+	for o < ne && isBlank(text[o]) {
+		o++
+	}
+	if o >= ne || !isQuote(text[o]) {
+		return false
+	}
+	c := closes(text, o)
+	return c >= 0 && pieceTail(text, c+1)
+}
+
+// parenJoin takes the "(" away from a parenthesised value (parenValue) and
+// the indentation from its first line, so that the name, the operator and
+// the value are one line break apart (findings go to the secret's line),
+// and joins the value's pieces if it is continued.
+func parenJoin(text []byte, start, e int) (cuts [][2]int, last int) {
+	p := lineEnd(text, start, e) - 1
+	for text[p] != '(' {
+		p--
+	}
+	s, ne := nextLine(text, e)
+	o := s
+	for isBlank(text[o]) {
+		o++
+	}
+	cuts = [][2]int{{p, p + 1}, {s, o}}
+	last = ne
+	if ne < len(text) && endsInQuote(text, s, ne) {
+		if more, l := literalChain(text, s, ne); len(more) > 0 {
+			cuts, last = append(cuts, more...), l
+		}
 	}
 	return cuts, last
 }

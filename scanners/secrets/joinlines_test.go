@@ -12,7 +12,7 @@ func TestJoinLines(t *testing.T) {
 		{"", ""},
 		{"a\nb\n", "a\nb\n"},
 		{"x = (\"ab\"\n     \"cd\")\ny = 1\n", "x = (\"abcd\")\n\ny = 1\n"},
-		{"x = (\n  \"ab\"\n  \"cd\"\n  \"ef\"\n)\n", "x = (\n  \"abcdef\"\n\n\n)\n"},
+		{"x = (\n  \"ab\"\n  \"cd\"\n  \"ef\"\n)\n", "x = \n\"abcdef\"\n\n\n)\n"},
 		{"k = 'ab' +\n  'cd';\n", "k = 'abcd';\n\n"},
 		{"k = 'ab'\n  + 'cd';\n", "k = 'abcd';\n\n"},
 		{"k = \"ab\" \\\n  \"cd\"\n", "k = \"abcd\"\n\n"},
@@ -29,6 +29,11 @@ func TestJoinLines(t *testing.T) {
 		{"x = \"ab\"\n\"cd", "x = \"ab\"\n\"cd"},                                               // never closes
 		{"x = \"ab\"\n\"cd\"", "x = \"abcd\"\n"},
 		{"x\\\ny", "xy\n"},
+		{"KEY = (\n    \"ab\"\n    \"cd\"\n)\n", "KEY = \n\"abcd\"\n\n)\n"},
+		{"key: (\n  'ab'\n)\n", "key: \n'ab'\n)\n"},
+		{"f(\n  \"ab\"\n)\n", "f(\n  \"ab\"\n)\n"},         // a call's argument
+		{"x == (\n  \"ab\"\n)\n", "x == (\n  \"ab\"\n)\n"}, // a comparison
+		{"x = (\n  a, \"b\"\n)\n", "x = (\n  a, \"b\"\n)\n"},
 	} {
 		got := string(joinLines([]byte(tc.in)))
 		if got != tc.want {
@@ -59,6 +64,7 @@ func TestSplitValues(t *testing.T) {
 		{"js plus at the end", "client.ts", "const groq = new Groq({\n  apiKey: \"" + gq[:25] + "\" +\n    \"" + gq[25:] + "\",\n});\n", "secrets/groq-api-key", 2},
 		{"js plus at the start", "client.js", "const k = '" + gq[:25] + "'\n  + '" + gq[25:] + "';\n", "secrets/groq-api-key", 1},
 		{"shell continuation", "job.sh", "#!/bin/bash\nexport HF_TOKEN=" + hf[:15] + "\\\n" + hf[15:] + "\nsrun python train.py\n", "secrets/huggingface-token", 2},
+		{"python parentheses below the name", "settings.py", "CO_API_KEY = (\n    \"" + co[:20] + "\"\n    \"" + co[20:] + "\"\n)\n", "secrets/cohere-api-key", 2},
 		{"yaml folded", "config.yaml", "logging:\n  WANDB_API_KEY: >-\n    " + wb + "\n  project: x\n", "secrets/wandb-api-key-legacy", 3},
 		{"yaml literal", "config.yaml", "env:\n  CO_API_KEY: |\n    " + co + "\n", "secrets/cohere-api-key", 3},
 	} {
