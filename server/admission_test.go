@@ -359,3 +359,27 @@ func TestAdmissionDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmissionInlineScanFails: an inline scan that fails at once is a
+// failure, not a missed deadline: the answer says it failed and the image
+// is not handed to the queue to be scanned again (every failure used to
+// read as "did not finish within", because the deadline was checked after
+// the scan's context was cancelled).
+func TestAdmissionInlineScanFails(t *testing.T) {
+	sc := newCounting()
+	sc.fail.Store(true)
+	cfg := server.DefaultConfig()
+	cfg.Retries = 0
+	s, _ := startServer(t, server.WithScanner(sc), server.WithConfig(cfg))
+	pod := hostilePod([]string{"127.0.0.1:1/ml/x@sha256:" + strings.Repeat("ab", 32)})
+	start := time.Now()
+	r := review(s, pod)
+	msg := message(r)
+	if r.Allowed || !strings.Contains(msg, "failed") || strings.Contains(msg, "did not finish") || time.Since(start) > 2*time.Second {
+		t.Errorf("allowed %v after %s: %q", r.Allowed, time.Since(start), msg)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := sc.n.Load(); n != 1 {
+		t.Errorf("scanned %d times, want once (not handed to the queue)", n)
+	}
+}

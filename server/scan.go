@@ -143,12 +143,15 @@ func (c *coordinator) now(ref name.Digest, auth authn.Authenticator, origin stri
 		}
 		sctx, cancel := context.WithTimeout(ctx, deadline)
 		v, err := c.scanOnce(sctx, j)
+		// Read before cancel, which would make every failure look like
+		// the deadline.
+		timedOut := errors.Is(sctx.Err(), context.DeadlineExceeded)
 		cancel()
 		<-c.urgent
 		switch {
 		case err == nil || errors.Is(err, errSkipped):
 			c.finish(j, v, err)
-		case ctx.Err() == nil && sctx.Err() != nil:
+		case ctx.Err() == nil && timedOut:
 			c.handOff(j, fmt.Errorf("the inline scan did not finish within %s", deadline))
 		default:
 			c.s.metrics.scanFailures.Inc()
