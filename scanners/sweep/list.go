@@ -30,6 +30,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/mlwarden/mlwarden/scanners/source/image"
+	"github.com/mlwarden/mlwarden/scanners/source/netbound"
 )
 
 // Lister expands patterns into targets.
@@ -46,8 +49,14 @@ type Lister struct {
 	// HubEndpoint is the Hugging Face Hub (default $HF_ENDPOINT, else
 	// https://huggingface.co); HubToken authenticates to it.
 	HubEndpoint, HubToken string
-	// HTTPClient reaches the Hub (default: one with a 30 s timeout).
+	// HTTPClient reaches the Hub (default: one within NetworkTimeout).
 	HTTPClient *http.Client
+	// NetworkTimeout bounds every wait on a registry or the Hub as the
+	// sources' requests are bounded (scanners/source/netbound; default
+	// image.DefaultNetworkTimeout; negative: no bound): one budget per
+	// pattern, so a server that never answers ends the listing within
+	// twice it.
+	NetworkTimeout time.Duration
 	// MaxTargets bounds the list (default DefaultMaxTargets): a pattern
 	// that names more is an error, never a silent cut. It is checked as
 	// each page of a listing arrives.
@@ -150,15 +159,27 @@ func (l *Lister) remoteOptions(ctx context.Context) []remote.Option {
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
-	o := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithUserAgent("mlwarden")}
+	o := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithUserAgent("mlwarden"),
+		remote.WithTransport(l.baseTransport("the registry"))}
 	if l.PageSize > 0 {
 		o = append(o, remote.WithPageSize(l.PageSize))
 	}
 	return o
 }
 
-// baseTransport is the transport registry listings go through.
-func (l *Lister) baseTransport() http.RoundTripper { return remote.DefaultTransport }
+// baseTransport is a transport within NetworkTimeout, with a budget of
+// its own, for server ("the registry", "the Hub").
+func (l *Lister) baseTransport(server string) http.RoundTripper {
+	d := l.NetworkTimeout
+	if d == 0 {
+		d = image.DefaultNetworkTimeout
+	}
+	if d < 0 {
+		return remote.DefaultTransport
+	}
+	base := netbound.Bound(remote.DefaultTransport.(*http.Transport).Clone(), d)
+	return netbound.New(base, d, server)
+}
 
 func (l *Lister) nameOptions(host string) []name.Option {
 	if slices.Contains(l.Insecure, host) {
@@ -271,7 +292,7 @@ func (l *Lister) registry(ctx context.Context, p string) ([]string, error) {
 		return nil, fmt.Errorf("registry:%s: %w", p, err)
 	}
 	b := l.bounds()
-	lt := &listTransport{base: l.baseTransport(), page: int64(b.page), total: int64(b.bytes)}
+	lt := &listTransport{base: l.baseTransport("the registry"), page: int64(b.page), total: int64(b.bytes)}
 	puller, err := remote.NewPuller(append(l.remoteOptions(ctx), remote.WithTransport(lt))...)
 	if err != nil {
 		return nil, fmt.Errorf("registry:%s: %w", p, err)
@@ -361,7 +382,7 @@ func (l *Lister) client() *http.Client {
 	if l.HTTPClient != nil {
 		return l.HTTPClient
 	}
-	return &http.Client{Timeout: 30 * time.Second}
+	return &http.Client{Transport: l.baseTransport("the Hub")}
 }
 
 // maxHubPage bounds one page of the Hub's listing.
@@ -387,6 +408,7 @@ func (l *Lister) hub(ctx context.Context, p string) ([]string, error) {
 	}
 	next := l.hubEndpoint() + "/api/" + kind + "?" + url.Values{"author": {org}, "limit": {"1000"}}.Encode()
 	var out []string
+	client := l.client() // one network budget for the pattern
 	for pages := 0; next != ""; pages++ {
 		if pages > 1000 {
 			return nil, fmt.Errorf("hf:%s: more than 1000 pages", p)
@@ -399,7 +421,7 @@ func (l *Lister) hub(ctx context.Context, p string) ([]string, error) {
 		if l.HubToken != "" && sameHost(next, l.hubEndpoint()) {
 			req.Header.Set("Authorization", "Bearer "+l.HubToken)
 		}
-		resp, err := l.client().Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			return nil, fmt.Errorf("hf:%s: list %s: %w", p, kind, err)
 		}

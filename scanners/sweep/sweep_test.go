@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/mlwarden/mlwarden/internal/faultproxy"
 	"github.com/mlwarden/mlwarden/internal/registrytest"
 	"github.com/mlwarden/mlwarden/reports"
 	"github.com/mlwarden/mlwarden/scanners"
@@ -407,6 +408,42 @@ func TestListRegistryBounded(t *testing.T) {
 			}
 			if n := tc.fake.served.Load(); n > int64(tc.most) {
 				t.Errorf("read %d pages, want at most %d", n, tc.most)
+			}
+		})
+	}
+}
+
+// TestListSilentServer: a registry or Hub that accepts connections and
+// never answers ends the listing within twice the network bound, as the
+// sources' requests do (issue 37, item 12).
+func TestListSilentServer(t *testing.T) {
+	l, err := faultproxy.Listener()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	addr := l.Addr().String()
+	const bound = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name, pattern string
+		lister        *sweep.Lister
+	}{
+		{"registry catalog", "registry:" + addr + "/org/*", &sweep.Lister{NetworkTimeout: bound}},
+		{"registry tags", "registry:" + addr + "/org/app:v*", &sweep.Lister{NetworkTimeout: bound}},
+		{"Hub listing", "hf:org/*", &sweep.Lister{NetworkTimeout: bound, HubEndpoint: "http://" + addr}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			_, err := tc.lister.List(ctx, nil, tc.pattern)
+			took := time.Since(start)
+			t.Logf("%s: %v", took, err)
+			if err == nil || !strings.Contains(err.Error(), "did not answer within 300ms") {
+				t.Errorf("error %v, want the bound's", err)
+			}
+			if took > 3*bound {
+				t.Errorf("took %s", took)
 			}
 		})
 	}

@@ -101,6 +101,11 @@ Exit codes as for scan (--fail-on).`,
 // sweepLister is the lister the settings describe.
 func (a *app) sweepLister(v *config.Values) *sweep.Lister {
 	l := &sweep.Lister{Insecure: v.List("insecure-registry"), HubEndpoint: v.String("hf-endpoint")}
+	if v.Has("network-timeout") {
+		if l.NetworkTimeout = v.Duration("network-timeout"); l.NetworkTimeout == 0 {
+			l.NetworkTimeout = -1 // no bound
+		}
+	}
 	if tok, ok := a.lookupEnv("HF_TOKEN"); ok {
 		l.HubToken = tok
 	}
