@@ -288,6 +288,16 @@ type pyCall struct {
 	starKW bool // **kwargs: keywords we cannot see
 }
 
+// at is the line a finding about argument v is reported at — v's own,
+// in a call written over several lines — and, when that is not the
+// call's line, the words that name the call's line for the message.
+func (c pyCall) at(v pyValue) (int, string) {
+	if v.line <= 0 || v.line == c.line {
+		return c.line, ""
+	}
+	return v.line, fmt.Sprintf(" (in the call that starts at line %d)", c.line)
+}
+
 // pyCalls finds every call of a dotted name that want takes, and its
 // arguments.
 func pyCalls(toks []pyTok, want func(callee string) bool) []pyCall {
@@ -494,7 +504,8 @@ func checkPythonCalls(data []byte, r *rep, st *shellState, every bool) {
 	for _, c := range pyCalls(toks, func(callee string) bool { return trc || kindOfCall(callee) != pyCallOther }) {
 		pyShell(c, r, st)
 		if v, ok := c.kw["trust_remote_code"]; ok && v.isTrue {
-			r.add(ruleTrustRemoteCode, c.line, c.callee+"(trust_remote_code=True)", fmt.Sprintf("%s(…, trust_remote_code=True) runs Python code from the model's hub repository with your credentials and GPUs; avoid it, or review that code and pin the same call to revision=\"<40-hex commit>\"", c.callee))
+			ln, in := c.at(v)
+			r.add(ruleTrustRemoteCode, ln, c.callee+"(trust_remote_code=True)", fmt.Sprintf("%s(…, trust_remote_code=True) runs Python code from the model's hub repository with your credentials and GPUs; avoid it, or review that code and pin the same call to revision=\"<40-hex commit>\"", c.callee)+in)
 		}
 		switch kindOfCall(c.callee) {
 		case pyCallFromPretrained:
@@ -599,7 +610,8 @@ func hubRevision(r *rep, c pyCall, v pyValue, what string) {
 	case !ok:
 		r.add(ruleHFRevision, c.line, v.str, fmt.Sprintf("%s(%q) has no revision=, so it fetches the %s's main branch, which its owner (or whoever takes over the account) can change; pin the commit: revision=\"<40-hex commit>\"", c.callee, v.str, what))
 	case rev.isStr && !isCommit(rev.str):
-		r.add(ruleHFRevision, c.line, v.str, fmt.Sprintf("%s(%q, revision=%q) names a branch or tag, which can move; pin the commit: revision=\"<40-hex commit>\"", c.callee, v.str, rev.str))
+		ln, in := c.at(rev)
+		r.add(ruleHFRevision, ln, v.str, fmt.Sprintf("%s(%q, revision=%q) names a branch or tag, which can move; pin the commit: revision=\"<40-hex commit>\"", c.callee, v.str, rev.str)+in)
 	}
 }
 

@@ -223,7 +223,7 @@ sdu = torch.hub.load_state_dict_from_url("https://example.test/w.pth")
 `
 	checkCases(t, []tcase{
 		{"hf and torch", "train.py", src, []string{
-			"hf-revision@9", "trust-remote-code@9", "hf-revision@14", "hf-revision@15", "hf-revision@16",
+			"hf-revision@9", "trust-remote-code@11", "hf-revision@14", "hf-revision@15", "hf-revision@16",
 			"hf-revision@18", "torch-hub-unpinned@20", "torch-load-unsafe@22", "torch-load-unsafe@24",
 			"download-no-checksum@29",
 		}},
