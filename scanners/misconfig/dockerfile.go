@@ -48,11 +48,27 @@ func dockerfileCommands(data []byte) []cmdLine {
 			cl.line, cl.wlines = n.StartLine, nil
 			out = append(out, cl)
 		}
+		// The bodies follow the instruction's line(s), each ended by its
+		// delimiter's line: BuildKit runs or writes them, so they are read
+		// as commands, at their own lines.
+		first := n.EndLine + 1
+		for _, h := range n.Heredocs {
+			first -= strings.Count(h.Content, "\n") + 1
+		}
 		for _, h := range n.Heredocs {
 			for _, cl := range shellCommands([]byte(h.Content), 1) {
-				cl.line = n.StartLine
+				cl.line = first + cl.line - 1
+				for k, l := range cl.wlines {
+					if l > 0 {
+						cl.wlines[k] = first + l - 1
+					}
+				}
+				if cl.line < n.StartLine || cl.line > n.EndLine {
+					cl.line, cl.wlines = n.StartLine, nil
+				}
 				out = append(out, cl)
 			}
+			first += strings.Count(h.Content, "\n") + 1
 		}
 	}
 	return out
