@@ -1,7 +1,7 @@
 package cuda
 
 import (
-	"strings"
+	"context"
 	"testing"
 
 	"github.com/mlwarden/mlwarden/scanners"
@@ -11,19 +11,23 @@ import (
 // requirements.txt --inventory inventory-20.yaml`: load the table and the
 // inventory, read the file, evaluate on every pool.
 func BenchmarkCheck20Pools(b *testing.B) {
-	req := "--extra-index-url https://pypi.example.com/whl/cu121\ntorch==2.4.0+cu121\nnumpy==1.26.4\n"
+	ctx := context.Background()
+	req := []byte("--extra-index-url https://pypi.example.com/whl/cu121\ntorch==2.4.0+cu121\nnumpy==1.26.4\n")
 	for b.Loop() {
 		s, err := New(WithInventory("../../fixtures/cuda/inventory-20.yaml"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		c := &Collector{}
-		a := &scanners.Artifact{Kind: scanners.ArtifactFile, Path: "requirements.txt"}
-		if err := c.Artifact(a, strings.NewReader(req)); err != nil {
+		c := s.PerTarget(nil)
+		a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "t", Path: "requirements.txt"}
+		if _, err := scanners.ScanBytes(ctx, c, a, req); err != nil {
 			b.Fatal(err)
 		}
-		if evs := s.EvaluateAll(c.Declared()); len(evs) != 20 {
-			b.Fatalf("%d results", len(evs))
+		if _, err := c.FinishTarget(ctx, scanners.Target{Name: "t"}); err != nil {
+			b.Fatal(err)
+		}
+		if vs := c.Verdicts(); len(vs) != 1 || len(vs[0].Evaluations) != 20 {
+			b.Fatalf("%d results", len(vs))
 		}
 	}
 }

@@ -113,32 +113,6 @@ func TestArchListRuns(t *testing.T) {
 	}
 }
 
-func TestCollectorCombinesImage(t *testing.T) {
-	c := &Collector{}
-	cfg := `{"config":{"Env":["CUDA_VERSION=12.2.0","NVIDIA_DISABLE_REQUIRE=1"]}}`
-	arts := []struct {
-		a    scanners.Artifact
-		data string
-	}{
-		{scanners.Artifact{Kind: scanners.ArtifactImageConfig, Target: "img", Path: "config"}, cfg},
-		{scanners.Artifact{Kind: scanners.ArtifactFile, Target: "img", Path: "/usr/local/cuda-13.0/compat/libcuda.so.580.65.06"}, "\x7fELF\x00"},
-		{scanners.Artifact{Kind: scanners.ArtifactFile, Target: "img", Path: "/usr/bin/ls"}, "\x7fELF\x00"},
-	}
-	for _, x := range arts {
-		if err := c.Artifact(&x.a, strings.NewReader(x.data)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d := c.Declared()
-	if d.CUDA != "12.2" || len(d.CompatDrivers) != 1 || d.Env == nil || !d.Env.Disabled {
-		t.Fatalf("combined %+v", d)
-	}
-	ev := Evaluate(table(t), d, "gaming", host("535.104.05", "8.9:geforce"))
-	if ev.Verdict != Incompatible || !strings.Contains(strings.Join(ev.Reasons, " "), "804") {
-		t.Errorf("verdict %s reasons %v", ev.Verdict, ev.Reasons)
-	}
-}
-
 func TestScannerFindings(t *testing.T) {
 	ctx := context.Background()
 	req := []byte("torch==2.4.0+cu121\n")

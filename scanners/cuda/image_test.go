@@ -12,12 +12,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/mlwarden/mlwarden/scanners"
 	ociimage "github.com/mlwarden/mlwarden/scanners/source/image"
 )
 
 // TestImageTarget builds a real OCI layout with go-containerregistry (CUDA
 // env in the config, a compat library and a PyTorch build in a layer) and
-// reads it through the image source, as `mlwarden cuda check oci:DIR` does.
+// reads it through the image source and the dispatcher with the per-target
+// check, as `mlwarden cuda check oci:DIR` does.
 func TestImageTarget(t *testing.T) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -64,15 +66,17 @@ func TestImageTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := &Collector{}
-	if err := src.Walk(ctx, col); err != nil {
-		t.Fatal(err)
+	c := (&Scanner{}).PerTarget(nil)
+	res := scanners.NewDispatcher([]scanners.Scanner{c}).Run(ctx, src)
+	if len(res.Errors) > 0 {
+		t.Fatalf("errors: %v", res.Errors)
 	}
-	if errs := col.Errors(); len(errs) > 0 {
-		t.Fatalf("errors: %v", errs)
+	vs := c.Verdicts()
+	if len(vs) != 1 {
+		t.Fatalf("verdicts %+v", vs)
 	}
-	d := col.Declared()
-	if d.CUDA != "13.0" || d.Env == nil || len(d.CompatDrivers) != 1 || !d.NoPTX {
+	d := vs[0].Declared
+	if d.CUDA != "13.0" || d.Env == nil || len(d.CompatDrivers) != 1 || !d.NoPTX || !d.FromImage {
 		t.Fatalf("declared %+v", d)
 	}
 	tb := table(t)

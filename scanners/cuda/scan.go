@@ -20,6 +20,16 @@ func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 	return wants(a, head)
 }
 
+func wants(a *scanners.Artifact, head []byte) bool {
+	switch a.Kind {
+	case scanners.ArtifactImageConfig:
+		return true
+	case scanners.ArtifactFile:
+		return classify(a.Path, head) != kindNone
+	}
+	return false
+}
+
 // Extract reads what one artifact declares about CUDA.
 func Extract(a *scanners.Artifact, c scanners.Content) (Declared, error) {
 	switch a.Kind {
@@ -51,7 +61,7 @@ func Extract(a *scanners.Artifact, c scanners.Content) (Declared, error) {
 // Scan evaluates one artifact on its own against every host. Facts spread
 // over several artifacts of an image (its config and its files) are
 // evaluated per artifact here; `mlwarden cuda check` combines them per
-// target (see Collector).
+// target (TargetCheck).
 func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Content) ([]scanners.Finding, error) {
 	d, err := Extract(a, c)
 	if err != nil {

@@ -221,3 +221,15 @@ func ruleByID(id string) scanners.Rule {
 	}
 	panic("cuda: unknown rule " + id)
 }
+
+// EvaluateAll evaluates d on every host of the scanner.
+func (s *Scanner) EvaluateAll(d Declared) []Evaluation {
+	out := make([]Evaluation, 0, len(s.pools))
+	for _, p := range s.pools {
+		out = append(out, Evaluate(s.table, d, p.Name, p.Host))
+	}
+	return out
+}
+
+// HostNote says why the scanner has no host facts ("" when it has some).
+func (s *Scanner) HostNote() string { return s.hostNote }

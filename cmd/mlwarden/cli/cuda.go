@@ -7,15 +7,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mlwarden/mlwarden/reports"
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/config"
 	"github.com/mlwarden/mlwarden/scanners/cuda"
-	"github.com/mlwarden/mlwarden/scanners/source"
+	"github.com/mlwarden/mlwarden/scanners/scan"
 )
 
 // newCUDACmd is `mlwarden cuda`: host facts and "will this run there?".
@@ -133,6 +137,32 @@ type cudaResult struct {
 	Verdict      cuda.Verdict    `json:"verdict"`
 	Reasons      []string        `json:"reasons"`
 	Declarations []cuda.Evidence `json:"declarations,omitempty"`
+	// Suppressed lists the verdict's problems that a suppression covers
+	// (an ignore entry, the baseline, an inline comment). A verdict whose
+	// every failing problem is suppressed does not fail the run.
+	Suppressed []cudaSuppressed `json:"suppressed,omitempty"`
+}
+
+// cudaSuppressed is one suppressed problem of a verdict.
+type cudaSuppressed struct {
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
+	// Why is the suppression's reason, as a scan report gives it.
+	Why string `json:"why"`
+}
+
+// fails reports whether the result fails the run: incompatible, with a
+// problem that no suppression covers.
+func (r cudaResult) fails(ev cuda.Evaluation) bool {
+	if r.Verdict != cuda.Incompatible {
+		return false
+	}
+	for _, p := range ev.Problems {
+		if p.Rule != cuda.RuleForwardCompatRequired && !slices.ContainsFunc(r.Suppressed, func(s cudaSuppressed) bool { return s.Rule == p.Rule && s.Reason == p.Reason }) {
+			return true
+		}
+	}
+	return false
 }
 
 type cudaReport struct {
@@ -173,9 +203,17 @@ Host facts come from --host FILE (as 'mlwarden cuda host' prints it), --inventor
 (named node pools: a verdict per pool), --driver VERSION with --gpu CC[:BRAND], or,
 when none is given, this node (NVML).
 
-Exit status: 0 every result compatible (forward compatibility included), 1 some result
-incompatible, 2 could not check: bad usage, no host facts, a target that could not be
-read in full, or a verdict of unknown.`,
+Targets are read as 'mlwarden scan' reads them: the config file (--config, else
+.mlwarden.yaml in the first directory target or the current directory, unless
+--no-target-config), --skip-dirs/--skip-files, --max-file-size, --timeout and the image,
+cache and Hub settings apply. Each problem of a verdict is a finding of its cuda rule at
+the declaration, so the config's ignore entries, --baseline and an inline
+'# mlwarden:ignore cuda/incompatible' comment on the declaring line suppress it; a verdict
+whose problems are all suppressed is shown as such and does not fail the run.
+
+Exit status: 0 every result compatible (forward compatibility included) or suppressed,
+1 some result incompatible, 2 could not check: bad usage, no host facts, a target that
+could not be read in full, or a verdict of unknown.`,
 		Example: `  # Will this image start on the production pools?
   mlwarden cuda check registry:registry.example.com/nvidia/pytorch:25.08-py3 --inventory pools.yaml
 
@@ -191,7 +229,7 @@ read in full, or a verdict of unknown.`,
     - {name: a100-r535, host_file: pools/a100.yaml}
     - {name: h100, host: {driver_version: 580.65.06, gpus: [{compute_capability: "9.0", brand: nvidia}]}}`,
 		RunE: func(c *cobra.Command, args []string) error {
-			v, err := a.resolve(c)
+			v, err := a.configure(c, args)
 			if err != nil {
 				return err
 			}
@@ -200,7 +238,7 @@ read in full, or a verdict of unknown.`,
 				inventory: v.String("inventory"), driver: v.String("driver"), gpus: v.List("gpu"),
 				format: v.String("format"), rulesDir: v.String("rules-dir"),
 			}
-			return runCUDACheck(c, a, o, args)
+			return runCUDACheck(c, a, v, o, args)
 		},
 	}
 	bindSettings(cmd, "cuda check")
@@ -244,7 +282,13 @@ func (o cudaCheckOptions) scannerOptions() ([]cuda.Option, error) {
 	return opts, nil
 }
 
-func runCUDACheck(c *cobra.Command, a *app, o cudaCheckOptions, targets []string) error {
+// runCUDACheck checks the targets through the scan pipeline (scan.Run),
+// so that the config file, skips, limits, registry and Hub settings and
+// suppressions apply as in every other front end: the pipeline runs one
+// check, cuda.TargetCheck, which combines each target's declarations and
+// reports each problem of a verdict as a finding; a verdict whose problems
+// are all suppressed does not fail the run.
+func runCUDACheck(c *cobra.Command, a *app, v *config.Values, o cudaCheckOptions, targets []string) error {
 	env := append([]string(nil), o.env...)
 	for _, kv := range env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
@@ -268,54 +312,71 @@ func runCUDACheck(c *cobra.Command, a *app, o cudaCheckOptions, targets []string
 	if len(sc.Pools()) == 0 {
 		return &exitError{code: ExitError, err: fmt.Errorf("cuda check: %s: run on a GPU node or give --host, --inventory or --driver", sc.HostNote())}
 	}
-	var envDecl cuda.Declared
+	var envDecl *cuda.Declared
 	if len(env) > 0 {
-		envDecl = cuda.ExtractEnv(env, "--env")
-		if envDecl.Env == nil {
+		d := cuda.ExtractEnv(env, "--env")
+		if d.Env == nil {
 			// Describing an environment means describing an image: keep the
 			// (empty) requirement set so that it is evaluated.
 			e := cuda.ParseImageEnv(env)
-			envDecl.Env = &e
+			d.Env = &e
 		}
+		envDecl = &d
 	}
 	rep := cudaReport{Results: []cudaResult{}}
-	type item struct {
-		name string
-		decl cuda.Declared
-	}
-	var items []item
+	var verdicts []cuda.TargetVerdict
+	suppressed := map[string]string{} // finding key → why
 	if len(targets) == 0 {
-		items = append(items, item{name: "--env", decl: envDecl})
-	}
-	for _, t := range targets {
-		src, err := source.Open(c.Context(), t, source.Options{})
+		// Nothing to open: the environment alone is judged.
+		verdicts = []cuda.TargetVerdict{{Target: "--env", Declared: *envDecl, Evaluations: sc.EvaluateAll(*envDecl)}}
+	} else {
+		check := sc.PerTarget(envDecl)
+		s, err := a.pipeline(v, func(po *scan.Options) {
+			po.Scanners, po.Checks = []scanners.Scanner{check}, []string{scanners.CheckCUDA}
+			// Its cached results hold declarations, not scan's findings.
+			po.Version += "\x00cuda check"
+		})
 		if err != nil {
-			rep.Errors = append(rep.Errors, scanners.Error{Target: t, Message: err.Error()})
-			continue
+			return err
 		}
-		col := &cuda.Collector{}
-		if err := src.Walk(c.Context(), col); err != nil {
-			rep.Errors = append(rep.Errors, scanners.Error{Target: t, Message: err.Error()})
+		defer s.Close()
+		ts := make([]scan.Target, len(targets))
+		for i, t := range targets {
+			ts[i] = scan.Target{Ref: t}
 		}
-		rep.Errors = append(rep.Errors, col.Errors()...)
-		d := col.Declared()
-		if len(env) > 0 {
-			d.Merge(envDecl)
+		res, err := s.Run(c.Context(), ts...)
+		if err != nil {
+			return &exitError{code: ExitError, err: err}
 		}
-		items = append(items, item{name: src.Target().Name, decl: d})
+		rep.Errors = append(rep.Errors, res.Errors...)
+		for _, f := range res.Findings {
+			if f.Suppressed != "" {
+				suppressed[findingKey(f)] = f.Suppressed
+			}
+		}
+		verdicts = check.Verdicts()
 	}
 	code := ExitOK
 	unknown := false
-	for _, it := range items {
-		for _, ev := range sc.EvaluateAll(it.decl) {
-			rep.Results = append(rep.Results, cudaResult{
-				Target: it.name, Host: ev.Host, DeclaredCUDA: ev.DeclaredCUDA, Verdict: ev.Verdict,
-				Reasons: nonNil(ev.Reasons), Declarations: it.decl.Evidence,
-			})
-			switch ev.Verdict {
-			case cuda.Incompatible:
+	for _, tv := range verdicts {
+		for i, ev := range tv.Evaluations {
+			r := cudaResult{
+				Target: tv.Target, Host: ev.Host, DeclaredCUDA: ev.DeclaredCUDA, Verdict: ev.Verdict,
+				Reasons: nonNil(ev.Reasons), Declarations: tv.Declared.Evidence,
+			}
+			if i < len(tv.Findings) {
+				for j, f := range tv.Findings[i] {
+					if why, ok := suppressed[findingKey(f)]; ok {
+						p := ev.Problems[j]
+						r.Suppressed = append(r.Suppressed, cudaSuppressed{Rule: p.Rule, Reason: p.Reason, Why: why})
+					}
+				}
+			}
+			rep.Results = append(rep.Results, r)
+			switch {
+			case r.fails(ev):
 				code = ExitFindings
-			case cuda.Unknown:
+			case ev.Verdict == cuda.Unknown:
 				unknown = true
 			}
 		}
@@ -328,6 +389,12 @@ func runCUDACheck(c *cobra.Command, a *app, o cudaCheckOptions, targets []string
 	}
 	a.code = code
 	return nil
+}
+
+// findingKey names a finding of the cuda check across the pipeline's
+// suppressions, which copy findings and set Suppressed.
+func findingKey(f scanners.Finding) string {
+	return strings.Join([]string{f.Target, f.RuleID, f.Path, f.Layer, strconv.Itoa(f.Line), f.Message}, "\x00")
 }
 
 func nonNil(s []string) []string {
@@ -347,7 +414,11 @@ func writeCUDAReport(w io.Writer, rep cudaReport, format string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tHOST\tCUDA\tVERDICT")
 	for _, r := range rep.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Target, r.Host, orDash(r.DeclaredCUDA), r.Verdict)
+		verdict := string(r.Verdict)
+		if len(r.Suppressed) > 0 {
+			verdict += " (suppressed)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Target, r.Host, orDash(r.DeclaredCUDA), verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -358,7 +429,13 @@ func writeCUDAReport(w io.Writer, rep cudaReport, format string) error {
 		}
 		fmt.Fprintf(w, "\n%s on %s: %s\n", r.Target, r.Host, r.Verdict)
 		for _, why := range r.Reasons {
-			fmt.Fprintf(w, "  - %s\n", why)
+			for _, sup := range r.Suppressed {
+				if sup.Reason == why {
+					why += " [suppressed: " + sup.Why + "]"
+					break
+				}
+			}
+			fmt.Fprintf(w, "  - %s\n", reports.Escape(why))
 		}
 	}
 	errs := append([]scanners.Error(nil), rep.Errors...)

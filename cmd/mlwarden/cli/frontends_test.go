@@ -267,3 +267,85 @@ func TestServeLegacyConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestFrontEndsAgreeCUDA: `mlwarden cuda check` runs the same pipeline as
+// `mlwarden scan --checks cuda`: with the same config (a skipped directory,
+// an ignore entry), host file and targets (one declaration each; an inline
+// comment on one), every problem of a cuda check verdict is a finding of
+// scan's, suppressed alike, and the skipped file is read by neither.
+func TestFrontEndsAgreeCUDA(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Driver R550 runs CUDA 12.4, not 13.0.
+	hostFile := write("pool.yaml", "driver_version: 550.54.15\ngpus: [{compute_capability: \"9.0\", brand: nvidia}]\n")
+	cfg := write("mlwarden.yaml", "skip-dirs: [vendor]\nignore:\n  - rule: cuda/incompatible\n    path: requirements-legacy.txt\n    reason: runs on the R580 pool only\n")
+	targets := []string{
+		filepath.Dir(write("runs/requirements.txt", "torch==2.4.0+cu124\n")),
+		filepath.Dir(write("inline/requirements.txt", "torch==2.9.0+cu130  # mlwarden:ignore cuda/incompatible\n")),
+		filepath.Dir(write("ignored/requirements-legacy.txt", "torch==2.9.0+cu130\n")),
+		filepath.Dir(write("fails/requirements.txt", "torch==2.9.0+cu130\n")),
+	}
+	write("runs/vendor/requirements.txt", "torch==2.9.0+cu130\n") // skipped: would make "runs" incompatible
+
+	code, res := scanJSON(t, append([]string{"--checks", "cuda", "--host", hostFile, "--config", cfg}, targets...)...)
+	if code != ExitFindings {
+		t.Fatalf("scan: exit %d, errors %v", code, res.Errors)
+	}
+	ccode, out, errOut := run(t, "", append([]string{"cuda", "check", "--host", hostFile, "--config", cfg, "--format", "json"}, targets...)...)
+	var rep struct {
+		Results []struct {
+			Target, Verdict string
+			Reasons         []string
+			Suppressed      []struct{ Rule, Reason, Why string }
+		}
+		Errors []scanners.Error
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("cuda check: exit %d: %v\n%s%s", ccode, err, out, errOut)
+	}
+	if ccode != code || len(rep.Errors) > 0 || len(rep.Results) != len(targets) {
+		t.Fatalf("cuda check: exit %d (scan %d), %d results for %d targets, errors %v\n%s", ccode, code, len(rep.Results), len(targets), rep.Errors, out)
+	}
+	// What cuda check reports, as scan's findings would be seen.
+	var got []string
+	for _, r := range rep.Results {
+		if r.Verdict != "incompatible" {
+			continue
+		}
+		for _, why := range r.Reasons {
+			sup := ""
+			for _, s := range r.Suppressed {
+				if s.Reason == why {
+					sup = s.Why
+				}
+			}
+			for _, f := range res.Findings {
+				if f.Target == r.Target && strings.Contains(f.Message, why) {
+					got = append(got, fmt.Sprintf("%s %s suppressed=%q", f.Target, f.RuleID, sup))
+				}
+			}
+		}
+	}
+	var want []string
+	for _, f := range res.Findings {
+		want = append(want, fmt.Sprintf("%s %s suppressed=%q", f.Target, f.RuleID, f.Suppressed))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if len(want) != 3 || !slices.Equal(got, want) {
+		t.Errorf("cuda check's problems:\n%q\nscan's findings:\n%q\n%s", got, want, out)
+	}
+	if r := rep.Results[0]; r.Target != targets[0] || r.Verdict != "compatible" {
+		t.Errorf("%s: %s, want compatible (its vendor/ is skipped)", r.Target, r.Verdict)
+	}
+	if n := res.Targets[0].Skipped; n != 1 {
+		t.Errorf("scan skipped %d files of %s, want 1", n, targets[0])
+	}
+}
