@@ -116,3 +116,28 @@ func TestNestedJobsBound(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitScript: a script that is not a batch script itself but
+// submits one through a here-document (submit.sh in a repository) is read
+// for that job alone, wherever the job is in it.
+func TestSubmitScript(t *testing.T) {
+	pad := strings.Repeat("# setting things up\n", 600) // past the head
+	script := "#!/bin/bash\r\n# Submits the training job with sbatch.\r\n" + pad + "sbatch <<EOF\n#!/bin/bash\n#SBATCH --container-image=registry.example.com#nvidia/pytorch:24.01-py3\nsrun true\nEOF\n"
+	a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "repo", TargetKind: scanners.KindDir, Path: "tools/submit.sh", Size: int64(len(script))}
+	head := []byte(script)[:scanners.HeadSize]
+	if !New().Wants(a, head) {
+		t.Fatal("submit script not wanted")
+	}
+	fs, err := scanners.ScanBytes(context.Background(), New(), a, []byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 3 + 600 + 2 // the directive's line
+	if len(fs) != 1 || fs[0].RuleID != RuleValueTruncated.ID || fs[0].Line != want {
+		t.Fatalf("got %+v, want one %s at line %d (and nothing about the submit script's own DOS line breaks)", fs, RuleValueTruncated.ID, want)
+	}
+	fs, err = scanners.ScanBytes(context.Background(), New(), &scanners.Artifact{Kind: scanners.ArtifactFile, Target: "repo", TargetKind: scanners.KindDir, Path: "build.sh"}, []byte("#!/usr/bin/env bash\r\nmake all\n"))
+	if err != nil || len(fs) != 0 {
+		t.Errorf("a shell script that submits nothing: %v %v", fs, err)
+	}
+}

@@ -104,7 +104,9 @@ func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 		// Documentation and code that mention #SBATCH are not scripts.
 		return false
 	}
-	return bytes.HasPrefix(head, []byte("#!")) && IsBatchScript(head)
+	// A script that submits jobs through here-documents (sbatch <<EOF)
+	// holds batch scripts of its own, wherever they are in it.
+	return bytes.HasPrefix(head, []byte("#!")) && (IsBatchScript(head) || bytes.Contains(head, []byte("sbatch")))
 }
 
 // IsBatchScript reports whether head holds an #SBATCH directive, in any
@@ -130,7 +132,19 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", a.Path, err)
 	}
+	if a.TargetKind != scanners.KindScript && !isBatchName(a.Path) && !IsBatchScript(data[:min(len(data), scanners.HeadSize)]) {
+		// Not a batch script itself (submit.sh): only the jobs it submits.
+		return s.jobs(a, data, 0), nil
+	}
 	return s.ScanScript(a, data), nil
+}
+
+func isBatchName(p string) bool {
+	switch path.Ext(scanners.Base(p)) {
+	case ".sbatch", ".slurm":
+		return true
+	}
+	return false
 }
 
 // ScanScript reports the directives of one script that Slurm ignores,
@@ -174,9 +188,16 @@ func (s *Scanner) scanScript(a *scanners.Artifact, data []byte, depth int) []sca
 	}
 	// A job submitted through a here-document (sbatch <<EOF) is a batch
 	// script of its own, read by sbatch as this one is.
+	return append(out, s.jobs(a, data, depth)...)
+}
+
+// jobs reports the batch scripts that data submits through here-documents,
+// at data's lines.
+func (s *Scanner) jobs(a *scanners.Artifact, data []byte, depth int) []scanners.Finding {
 	if depth >= maxJobDepth {
-		return out
+		return nil
 	}
+	var out []scanners.Finding
 	for _, j := range Jobs(data) {
 		for _, f := range (&Scanner{popts: s.popts}).scanScript(a, j.Script, depth+1) {
 			if f.Line > 0 {

@@ -77,6 +77,7 @@ func TestWants(t *testing.T) {
 		{"-", "anything", scanners.KindScript, true},
 		{"train.sh", "#!/bin/bash\n#SBATCH -N1\n", scanners.KindDir, true},
 		{"train.sh", "#!/bin/bash\necho hi\n", scanners.KindDir, false},
+		{"submit.sh", "#!/bin/bash\nsbatch <<EOF\n", scanners.KindDir, true},
 		{"job.sbatch", "echo hi\n", scanners.KindDir, true},
 		{"README.md", "#!/bin/bash\n#SBATCH -N1\n", scanners.KindDir, false},
 		{"run.sh", "#!/bin/bash\n  #sbatch --gres=gpu:1\n", scanners.KindDir, true},
