@@ -259,7 +259,7 @@ func All() []Setting {
 		// Model sources: hf: targets, Hub caches, OCI model artifacts.
 		{Name: "download-limit", UserOnly: "it would raise how much the run may download", Key: "download-limit", Type: Size, Default: "2GiB", Commands: []string{CmdScan, CmdCUDA},
 			Help: "most bytes downloaded for one hf: target or OCI model artifact, of which only what the checks read is fetched; a file past it is an error (exit 2) named in a target note (0: no limit)"},
-		{Name: "network-timeout", UserOnly: "it would let a target make the run wait longer on a server that does not answer", Key: "network-timeout", Type: Duration, Default: "30s", Commands: []string{CmdScan, CmdServe},
+		{Name: "network-timeout", UserOnly: "it would let a target make the run wait longer on a server that does not answer", Key: "network-timeout", Type: Duration, Default: "30s", Commands: []string{CmdScan, CmdServe, CmdCUDA},
 			Help: "the longest one wait on a registry or the Hub may get nothing (connect, TLS, headers, a body read; a body sending under 1 KiB in that much waiting fails too); the first such timeout ends the target's use of the network, unretried, so a server that never answers ends the target (exit 2) within twice this (0: no bound)"},
 		{Name: "hf-endpoint", UserOnly: "it would choose where the Hub token is sent", Key: "hf.endpoint", Type: String, Commands: []string{CmdScan, CmdCUDA},
 			Help: "Hugging Face Hub URL for hf: targets, a mirror or proxy (default: $HF_ENDPOINT, else https://huggingface.co); the token comes from HF_TOKEN or the file 'hf auth login' writes, never from a flag"},
