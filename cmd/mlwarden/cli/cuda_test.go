@@ -214,3 +214,31 @@ func TestCUDACheckImageWarmCache(t *testing.T) {
 		t.Error("nothing was cached")
 	}
 }
+
+// TestCUDACheckBaseline: a previous scan report given as --baseline
+// suppresses the problems it holds, as it does for scan.
+func TestCUDACheckBaseline(t *testing.T) {
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "proj")
+	os.MkdirAll(proj, 0o755)
+	os.WriteFile(filepath.Join(proj, "requirements.txt"), []byte("torch==2.9.0+cu130\n"), 0o644)
+	hostFile := filepath.Join(dir, "pool.yaml")
+	os.WriteFile(hostFile, []byte("driver_version: 550.54.15\ngpus: [{compute_capability: \"9.0\", brand: nvidia}]\n"), 0o644)
+	base := filepath.Join(dir, "baseline.json")
+	if code, _, errOut := run(t, "", "scan", "--checks", "cuda", "--host", hostFile, "--format", "json", "-o", base, proj); code != ExitFindings {
+		t.Fatalf("scan: exit %d: %s", code, errOut)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, ExitFindings, "incompatible"},
+		{[]string{"--baseline", base}, ExitOK, "[suppressed: in baseline]"},
+	} {
+		code, out, errOut := run(t, "", append([]string{"cuda", "check", proj, "--host", hostFile}, tc.args...)...)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d (want %d), output lacks %q:\n%s%s", tc.args, code, tc.code, tc.want, out, errOut)
+		}
+	}
+}
