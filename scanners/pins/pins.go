@@ -266,6 +266,17 @@ type cmdWords struct {
 // it, else the first that holds it; words that did not come from shell
 // (exec-form RUN) have no line of their own.
 func (c *cmdWords) lineOf(evidence string) (int, bool) {
+	if l, ok := c.wordLine(evidence); ok {
+		return l, true
+	}
+	// Evidence that names several words ("curl, wget"): the first.
+	if f := strings.Fields(evidence); len(f) > 1 {
+		return c.wordLine(strings.TrimRight(f[0], ",;"))
+	}
+	return 0, false
+}
+
+func (c *cmdWords) wordLine(evidence string) (int, bool) {
 	for pass := 0; pass < 2; pass++ {
 		for _, a := range c.words {
 			if a.w == nil {
