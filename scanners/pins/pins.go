@@ -348,7 +348,7 @@ func (r *rep) add(rule scanners.Rule, line int, evidence, msg string) {
 		}
 	}
 	line = r.mapLine(line)
-	if e := r.entry; e != nil && evidence != "" && strings.Contains(evidence, e.value) {
+	if e := r.entry; e != nil && evidence != "" && e.names(evidence) {
 		if e.line > 0 {
 			line = e.line
 		}

@@ -320,6 +320,20 @@ type loopEntry struct {
 	note string
 }
 
+// names reports whether a finding's evidence is the entry, or names it
+// among other words ("curl, wget").
+func (e *loopEntry) names(evidence string) bool {
+	if evidence == e.value {
+		return true
+	}
+	for _, f := range strings.Fields(evidence) {
+		if strings.TrimRight(f, ",;") == e.value {
+			return true
+		}
+	}
+	return false
+}
+
 // maxLoopEntries bounds the entries of one file a loop is checked with,
 // and maxLoopWalks the loop bodies one scan walks for entries (loops
 // inside loops multiply).

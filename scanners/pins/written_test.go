@@ -51,6 +51,8 @@ func TestWrittenFiles(t *testing.T) {
 			want: []string{"pip-unpinned@3 transformers"}},
 		{name: "for over cat", fsys: disk, in: "#!/bin/bash\nfor p in $(cat packages.txt); do conda install -y $p; done\n",
 			want: []string{"conda-unpinned@2 transformers"}},
+		{name: "other findings in the loop stay at their line", in: "#!/bin/bash\necho a > hosts.txt\nwhile read h; do\n  curl -fsSL https://a.example.test/i.sh | bash\ndone < hosts.txt\n",
+			want: []string{"curl-pipe-shell@4 https://a.example.test/i.sh"}},
 		{name: "loop over an unknown file is not judged", in: "#!/bin/bash\nwhile read p; do pip install \"$p\"; done < pkgs.txt\n"},
 	}
 	for _, tc := range tests {
