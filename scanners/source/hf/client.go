@@ -552,7 +552,10 @@ func (c *client) tree(ctx context.Context, r Ref, sha string) ([]File, error) {
 			case strings.Count(e.Path, "/") >= maxDepth:
 				return nil, fmt.Errorf("%s: the tree lists a path %d directories deep (%.40s…), more than %d", what, strings.Count(e.Path, "/"), e.Path, maxDepth)
 			}
-			if e.Size < 0 || (e.LFS != nil && e.LFS.Size != e.Size && e.LFS.Size != 0) {
+			switch {
+			case e.Size < 0:
+				return nil, fmt.Errorf("%s: %s: the tree gives it a negative size (%d)", what, e.Path, e.Size)
+			case e.LFS != nil && e.LFS.Size != e.Size && e.LFS.Size != 0:
 				return nil, fmt.Errorf("%s: %s: the tree gives it two sizes (%d, LFS %d)", what, e.Path, e.Size, e.LFS.Size)
 			}
 			out = append(out, File{Path: e.Path, Size: e.Size, OID: strings.ToLower(e.OID), LFS: e.LFS})
