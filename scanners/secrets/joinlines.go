@@ -37,12 +37,9 @@ func joinLines(text []byte) []byte {
 	var out []byte
 	copied := 0 // text[:copied] is in out (or unchanged, with out nil)
 	for i := 0; i < len(text); {
-		e := nextJoinEnd(text, i)
-		if e < 0 {
+		var e int
+		if i, e = nextJoinEnd(text, i); e < 0 {
 			break
-		}
-		if i = lineStart(text, e); i < copied {
-			i = copied // a line that starts inside the last join
 		}
 		var cuts [][2]int
 		var last int // the end of the chain's last line (its '\n', or len(text))
@@ -86,8 +83,7 @@ func joinLines(text []byte) []byte {
 
 // joinEnd marks the bytes a line that may join the next can end with: a
 // backslash, a quote (and blanks or a "+" after it), a block scalar's
-// indicator (>, |, -, +; an indentation digit after one of them), a "(",
-// a '\r'.
+// indicator (>, |, -, +), a "(", a '\r'.
 var joinEnd = func() (t [256]bool) {
 	for _, c := range []byte("\\\"'+ \t\r>|-(") {
 		t[c] = true
@@ -95,44 +91,41 @@ var joinEnd = func() (t [256]bool) {
 	return t
 }()
 
-// nextJoinEnd returns the first '\n' at or after from whose line may join
-// the next (joinEnd: its last byte), or -1. Lines are found eight bytes at
-// a time (a zero byte of the word xor "\n\n…"): an IndexByte call per
-// line was a sixth of the check's time on config files of short lines.
-func nextJoinEnd(text []byte, from int) int {
+// nextJoinEnd returns the first line at or after from (a line's start)
+// that may join the next (joinEnd: its last byte): its start and its
+// '\n', or e = -1. Lines are found eight bytes at a time (a zero byte of
+// the word xor "\n\n…"): an IndexByte call per line was a sixth of the
+// check's time on config files of short lines. (Ruling lines out by their
+// last byte in the same word arithmetic was no faster: in code, most lines
+// end in a byte below '0'.)
+func nextJoinEnd(text []byte, from int) (start, e int) {
 	const lo, hi, nl = 0x0101010101010101, 0x8080808080808080, 0x0a0a0a0a0a0a0a0a
+	start = from
 	i := from
 	for ; i+8 <= len(text); i += 8 {
 		x := binary.LittleEndian.Uint64(text[i:]) ^ nl
 		for m := (x - lo) &^ x & hi; m != 0; m &= m - 1 {
-			if e := i + bits.TrailingZeros64(m)/8; text[e] == '\n' && e > from && mayJoin(text, e) {
-				return e
+			if e := i + bits.TrailingZeros64(m)/8; text[e] == '\n' {
+				if e > start && mayJoin(text, e) {
+					return start, e
+				}
+				start = e + 1
 			}
 		}
 	}
 	for ; i < len(text); i++ {
-		if text[i] == '\n' && i > from && mayJoin(text, i) {
-			return i
+		if text[i] == '\n' {
+			if i > start && mayJoin(text, i) {
+				return start, i
+			}
+			start = i + 1
 		}
 	}
-	return -1
+	return start, -1
 }
 
 // mayJoin is the cheap test of the line ending at the '\n' at e.
-func mayJoin(text []byte, e int) bool {
-	c := text[e-1]
-	return joinEnd[c] || isDigit(c) && e >= 2 && joinEnd[text[e-2]]
-}
-
-// lineStart returns where the line holding position e starts.
-func lineStart(text []byte, e int) int {
-	if e == 0 {
-		return 0
-	}
-	return bytes.LastIndexByte(text[:e], '\n') + 1
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func mayJoin(text []byte, e int) bool { return joinEnd[text[e-1]] }
 
 // lineEnd is where the content of the line ending at the '\n' at e
 // ends: before a '\r'.
@@ -346,15 +339,15 @@ func parenJoin(text []byte, start, e int) (cuts [][2]int, last int) {
 }
 
 // blockScalar reports whether the line [start, e) is a YAML key whose
-// value is a block scalar: "key: >", "key: |-", "- key: >2".
+// value is a block scalar: "key: >", "key: |-", "- key: >+".
 func blockScalar(text []byte, start, e int) bool {
 	end := lineEnd(text, start, e)
 	j := end - 1
 	for j >= start && isBlank(text[j]) {
 		j--
 	}
-	for k := 0; k < 2 && j >= start && (text[j] == '-' || text[j] == '+' || text[j] >= '1' && text[j] <= '9'); k++ {
-		j--
+	if j >= start && (text[j] == '-' || text[j] == '+') {
+		j-- // a chomping indicator (indentation indicators are not read)
 	}
 	if j < start+2 || (text[j] != '>' && text[j] != '|') || !isBlank(text[j-1]) {
 		return false

@@ -93,5 +93,19 @@ func FuzzJoinLines(f *testing.F) {
 		if len(got) > len(b)+1 {
 			t.Fatalf("joinLines(%q) = %q: longer", b, got)
 		}
+		// nextJoinEnd's word arithmetic finds what a byte loop finds.
+		want, ws := -1, 0
+		for i, start := 0, 0; i < len(b); i++ {
+			if b[i] == '\n' {
+				if i > start && joinEnd[b[i-1]] {
+					want, ws = i, start
+					break
+				}
+				start = i + 1
+			}
+		}
+		if s, e := nextJoinEnd(b, 0); e != want || e >= 0 && s != ws {
+			t.Fatalf("nextJoinEnd(%q) = %d, %d, want %d, %d", b, s, e, ws, want)
+		}
 	})
 }
