@@ -25,8 +25,8 @@ import (
 // The calls are known by the last name of the callee and, where that name
 // is common (Client, login, init), by the module it is called on or, bare,
 // by the module's name in the text (from cohere import Client). The text
-// is searched for '(' (IndexByte) and a call looked up only where the two
-// bytes before one end a known name.
+// is searched for '(' (IndexByte) and a call looked up only where the
+// three bytes before one end a known name.
 
 // sdkCall is what a callee's last name means.
 type sdkCall struct {
@@ -56,8 +56,7 @@ var sdkCalls = func() map[string]sdkCall {
 	own("ANTHROPIC_API_KEY", false, "Anthropic", "AsyncAnthropic", "ChatAnthropic", "AnthropicVertex")
 	own("NVIDIA_API_KEY", false, "ChatNVIDIA", "NVIDIAEmbeddings")
 	own("DATABRICKS_TOKEN", false, "WorkspaceClient", "AccountClient")
-	own("COMET_API_KEY", true, "Experiment", "ExistingExperiment", "APIExperiment")
-	own("NEPTUNE_API_TOKEN", false, "init_run", "init_model", "init_model_version", "init_project")
+	own("NEPTUNE_API_TOKEN", false, "init_run", "init_project") // not init_model: "el(" ends model( in all code
 	common := func(mods map[string]string, first []string, names ...string) {
 		pos := map[string]bool{}
 		for _, f := range first {
@@ -73,21 +72,25 @@ var sdkCalls = func() map[string]sdkCall {
 	// wandb.login's first parameter is "anonymous": its key goes by keyword.
 	common(map[string]string{"huggingface_hub": "HF_TOKEN", "comet_ml": "COMET_API_KEY", "wandb": "WANDB_API_KEY"}, []string{"huggingface_hub", "comet_ml"}, "login")
 	common(map[string]string{"wandb": "WANDB_API_KEY"}, nil, "Api")
+	common(map[string]string{"comet_ml": "COMET_API_KEY"}, []string{"comet_ml"}, "Experiment", "ExistingExperiment", "APIExperiment")
 	common(map[string]string{"pinecone": "PINECONE_API_KEY", "comet_ml": "COMET_API_KEY", "neptune": "NEPTUNE_API_TOKEN"}, []string{"pinecone"}, "init")
 	common(map[string]string{"huggingface_hub": "HF_TOKEN"}, nil, "hf_hub_download", "snapshot_download", "upload_file", "upload_folder", "create_repo")
 	common(map[string]string{"huggingface_hub": "HF_TOKEN", "HfFolder": "HF_TOKEN"}, []string{"huggingface_hub", "HfFolder"}, "save_token")
 	return m
 }()
 
-// sdkTail has bit a<<8|b for the last two bytes a, b of every name in
-// sdkCalls: most '(' are ruled out by it.
+// sdkTail has bit tailHash of the last three bytes of every name in
+// sdkCalls: most '(' are ruled out by it (two bytes let every print( of
+// Python through, for Client's "nt").
 var sdkTail = func() (t [1 << 16 / 64]uint64) {
 	for n := range sdkCalls {
-		p := uint16(n[len(n)-2])<<8 | uint16(n[len(n)-1])
-		t[p>>6] |= 1 << (p & 63)
+		h := tailHash(n[len(n)-3], n[len(n)-2], n[len(n)-1])
+		t[h>>6] |= 1 << (h & 63)
 	}
 	return t
 }()
+
+func tailHash(a, b, c byte) uint16 { return uint16(a)<<11 ^ uint16(b)<<5 ^ uint16(c) }
 
 // maxCallArgs bounds how far after '(' the call's arguments are read.
 const maxCallArgs = 1024
@@ -104,10 +107,10 @@ func sdkContext(text []byte) []byte {
 		}
 		p := from + i
 		from = p + 1
-		if p < 2 {
+		if p < 3 {
 			continue
 		}
-		if t := uint16(text[p-2])<<8 | uint16(text[p-1]); sdkTail[t>>6]&(1<<(t&63)) == 0 {
+		if h := tailHash(text[p-3], text[p-2], text[p-1]); sdkTail[h>>6]&(1<<(h&63)) == 0 {
 			continue
 		}
 		env, positional, ok := sdkCallee(text, p)
