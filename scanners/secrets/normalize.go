@@ -30,14 +30,29 @@ import (
 //     a quote, space or ';', so a token inside a JSON or shell string
 //     written as \"…\" would be missed; `\"` becomes ` "`.
 func normalize(text []byte) []byte {
+	out, _ := joinValues(normalizeText(text))
+	return out
+}
+
+// joinValues is normalize's passes that read a value in its context: a
+// value over several lines (joinlines.go), an SDK call's credential
+// (sdkcall.go). changed says text was rewritten. They come last, and the
+// windowed detector runs them only on fragments where some rule's literal
+// occurs (they join and name what rules read; they make no keyword
+// appear where none was).
+func joinValues(text []byte) (out []byte, changed bool) {
+	out = sdkContext(joinLines(text))
+	return out, len(out) != len(text) || len(out) > 0 && &out[0] != &text[0]
+}
+
+// normalizeText is normalize's other passes.
+func normalizeText(text []byte) []byte {
 	if bytes.Contains(text, []byte(`\/`)) || bytes.Contains(text, []byte(`\u00`)) {
 		text = unescapeJSON(text)
 	}
-	text = joinLines(text) // a value over several lines: joinlines.go
 	if hasConcat(text) {
 		text = joinConcat(text)
 	}
-	text = sdkContext(text) // cohere.Client("…") reads as CO_API_KEY="…": sdkcall.go
 	if bytes.Contains(text, []byte(`"]`)) || bytes.Contains(text, []byte(`']`)) || bytes.Contains(text, []byte(`" ]`)) {
 		text = subscriptRe.ReplaceAllFunc(text, func(m []byte) []byte {
 			sub := subscriptRe.FindSubmatch(m)

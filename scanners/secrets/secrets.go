@@ -602,7 +602,21 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 		end, next := fragmentEnd(text)
 		frag := text[:end]
 		text = text[next:]
-		raw := string(normalize(frag))
+		var raw string
+		if pd != nil {
+			// One literal pass over the text; the passes that read values
+			// in their context only where a literal occurs (normalize).
+			base := normalizeText(frag)
+			raw = string(base)
+			if all = pd.find(raw, all[:0]); len(all) > 0 {
+				if joined, changed := joinValues(base); changed {
+					raw = string(joined)
+					all = pd.find(raw, all[:0])
+				}
+			}
+		} else {
+			raw = string(normalize(frag))
+		}
 		var det fragmentDetector
 		var wins, decWins []span
 		whole, giveUp := true, false
@@ -625,7 +639,6 @@ func (s *Scanner) detectAt(ctx context.Context, path, commit string, text []byte
 			}
 			switch {
 			case pd != nil:
-				all = pd.find(raw, all[:0])
 				if !giveUp && (blockIDs == nil || !anyHit(all, blockIDs)) {
 					wins, whole = s.win.windowsBy(raw, sites, nextKeyword(all, kwIDs))
 					if whole && len(sites) > 0 {
