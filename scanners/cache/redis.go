@@ -96,15 +96,13 @@ func OpenRedis(rawURL string, timeout, ttl time.Duration) (*Redis, error) {
 
 // Get implements Store.
 func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
-	var data []byte
-	err := r.do(ctx, func(ctx context.Context) error {
-		var err error
-		data, err = r.c.GetEx(ctx, key, r.ttl).Bytes()
+	data, err := r.do(ctx, func(ctx context.Context) ([]byte, error) {
+		data, err := r.c.GetEx(ctx, key, r.ttl).Bytes()
 		if err != nil && !errors.Is(err, redis.Nil) && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
 			// A server older than Redis 6.2: no GETEX.
 			data, err = r.c.Get(ctx, key).Bytes()
 		}
-		return err
+		return data, err
 	})
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrMiss
@@ -117,24 +115,32 @@ func (r *Redis) Put(ctx context.Context, key string, value []byte, ttl time.Dura
 	if ttl <= 0 {
 		ttl = r.ttl
 	}
-	return r.do(ctx, func(ctx context.Context) error { return r.c.Set(ctx, key, value, ttl).Err() })
+	_, err := r.do(ctx, func(ctx context.Context) ([]byte, error) { return nil, r.c.Set(ctx, key, value, ttl).Err() })
+	return err
 }
 
 // do runs one request, returning when ctx is done even if the request
 // is still waiting: go-redis bounds its socket reads by ctx's deadline,
 // not by its cancellation. The request itself ends by that deadline (the
 // Cache gives every request one).
-func (r *Redis) do(ctx context.Context, f func(context.Context) error) error {
+func (r *Redis) do(ctx context.Context, f func(context.Context) ([]byte, error)) ([]byte, error) {
 	if ctx.Done() == nil {
 		return f(ctx)
 	}
-	done := make(chan error, 1)
-	go func() { done <- f(ctx) }()
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := f(ctx)
+		done <- result{data, err}
+	}()
 	select {
-	case err := <-done:
-		return err
+	case res := <-done:
+		return res.data, res.err
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
