@@ -52,7 +52,7 @@ type TargetVerdict struct {
 
 // part is what one artifact declared.
 type part struct {
-	a      keptArtifact
+	a      scanners.KeptArtifact
 	d      Declared
 	inline []keptInline
 }
@@ -83,7 +83,7 @@ func (c *TargetCheck) Scan(ctx context.Context, a *scanners.Artifact, content sc
 	if d.Empty() {
 		return nil, nil
 	}
-	p := part{a: keepArtifact(*a), d: d, inline: inlineIgnores(a, content, d)}
+	p := part{a: scanners.Keep(*a), d: d, inline: inlineIgnores(a, content, d)}
 	c.add(a.Target, p)
 	if scanners.KeepsState(ctx) {
 		data, err := json.Marshal(keepPart(p))
@@ -155,7 +155,7 @@ func (c *TargetCheck) FinishTarget(_ context.Context, t scanners.Target) ([]scan
 	var inline []keptInline
 	for _, p := range parts {
 		if slices.Contains(p.d.Evidence, first) {
-			a, inline = p.a.artifact(t.Name), p.inline
+			a, inline = p.a.Artifact(t.Name), p.inline
 			break
 		}
 	}
@@ -217,17 +217,17 @@ func (c *TargetCheck) RestoreState(_ context.Context, target string, data []byte
 // keptPart is a part as the cache keeps it. An image environment is kept as
 // its variables (ImageEnv is rebuilt from them).
 type keptPart struct {
-	A             keptArtifact      `json:"a"`
-	CUDA          string            `json:"cuda,omitempty"`
-	Evidence      []Evidence        `json:"evidence,omitempty"`
-	Env           map[string]string `json:"env,omitempty"`
-	HasEnv        bool              `json:"has_env,omitempty"`
-	CompatDrivers []string          `json:"compat_drivers,omitempty"`
-	Arch          *ArchList         `json:"arch,omitempty"`
-	NoPTX         bool              `json:"no_ptx,omitempty"`
-	Undeclared    []Evidence        `json:"undeclared,omitempty"`
-	FromImage     bool              `json:"from_image,omitempty"`
-	Inline        []keptInline      `json:"inline,omitempty"`
+	A             scanners.KeptArtifact `json:"a"`
+	CUDA          string                `json:"cuda,omitempty"`
+	Evidence      []Evidence            `json:"evidence,omitempty"`
+	Env           map[string]string     `json:"env,omitempty"`
+	HasEnv        bool                  `json:"has_env,omitempty"`
+	CompatDrivers []string              `json:"compat_drivers,omitempty"`
+	Arch          *ArchList             `json:"arch,omitempty"`
+	NoPTX         bool                  `json:"no_ptx,omitempty"`
+	Undeclared    []Evidence            `json:"undeclared,omitempty"`
+	FromImage     bool                  `json:"from_image,omitempty"`
+	Inline        []keptInline          `json:"inline,omitempty"`
 }
 
 // keptInline is an inline comment that ignores rule on line.
@@ -235,28 +235,6 @@ type keptInline struct {
 	Line int    `json:"line"`
 	Rule string `json:"rule"`
 	Why  string `json:"why"`
-}
-
-// keptArtifact is where a declaration was found: what a finding needs.
-type keptArtifact struct {
-	Kind       scanners.ArtifactKind `json:"kind,omitempty"`
-	TargetKind scanners.TargetKind   `json:"target_kind,omitempty"`
-	Path       string                `json:"path,omitempty"`
-	Layer      string                `json:"layer,omitempty"`
-	LayerIndex int                   `json:"layer_index,omitempty"`
-	CreatedBy  string                `json:"created_by,omitempty"`
-	Commit     string                `json:"commit,omitempty"`
-	Note       string                `json:"note,omitempty"`
-}
-
-func keepArtifact(a scanners.Artifact) keptArtifact {
-	return keptArtifact{Kind: a.Kind, TargetKind: a.TargetKind, Path: a.Path, Layer: a.Layer, LayerIndex: a.LayerIndex,
-		CreatedBy: a.CreatedBy, Commit: a.Commit, Note: a.Note}
-}
-
-func (k keptArtifact) artifact(target string) scanners.Artifact {
-	return scanners.Artifact{Kind: k.Kind, Target: target, TargetKind: k.TargetKind, Path: k.Path, Layer: k.Layer,
-		LayerIndex: k.LayerIndex, CreatedBy: k.CreatedBy, Commit: k.Commit, Note: k.Note}
 }
 
 func keepPart(p part) keptPart {

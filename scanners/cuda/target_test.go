@@ -159,7 +159,7 @@ func TestTargetCheckState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := json.Marshal(keepPart(part{a: keepArtifact(a), d: d, inline: inlineIgnores(&a, scanners.MemContent(head), d)}))
+		data, err := json.Marshal(keepPart(part{a: scanners.Keep(a), d: d, inline: inlineIgnores(&a, scanners.MemContent(head), d)}))
 		if err != nil {
 			t.Fatal(err)
 		}

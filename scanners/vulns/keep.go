@@ -24,37 +24,15 @@ type keptState struct {
 	Loads []keptLoad `json:"loads,omitempty"`
 }
 
-// keptArtifact is where a fact was found: what a finding made later needs.
-type keptArtifact struct {
-	Kind       scanners.ArtifactKind `json:"kind,omitempty"`
-	TargetKind scanners.TargetKind   `json:"target_kind,omitempty"`
-	Path       string                `json:"path,omitempty"`
-	Layer      string                `json:"layer,omitempty"`
-	LayerIndex int                   `json:"layer_index,omitempty"`
-	CreatedBy  string                `json:"created_by,omitempty"`
-	Commit     string                `json:"commit,omitempty"`
-	Note       string                `json:"note,omitempty"`
-}
-
 type keptPlace struct {
-	A   keptArtifact `json:"a"`
-	Pkg Package      `json:"pkg"`
+	A   scanners.KeptArtifact `json:"a"`
+	Pkg Package               `json:"pkg"`
 }
 
 type keptLoad struct {
-	A           keptArtifact `json:"a"`
-	Line        int          `json:"line"`
-	WeightsOnly bool         `json:"weights_only,omitempty"`
-}
-
-func keepArtifact(a scanners.Artifact) keptArtifact {
-	return keptArtifact{Kind: a.Kind, TargetKind: a.TargetKind, Path: a.Path, Layer: a.Layer, LayerIndex: a.LayerIndex,
-		CreatedBy: a.CreatedBy, Commit: a.Commit, Note: a.Note}
-}
-
-func (k keptArtifact) artifact(target string) scanners.Artifact {
-	return scanners.Artifact{Kind: k.Kind, Target: target, TargetKind: k.TargetKind, Path: k.Path, Layer: k.Layer,
-		LayerIndex: k.LayerIndex, CreatedBy: k.CreatedBy, Commit: k.Commit, Note: k.Note}
+	A           scanners.KeptArtifact `json:"a"`
+	Line        int                   `json:"line"`
+	WeightsOnly bool                  `json:"weights_only,omitempty"`
 }
 
 // keep hands what one artifact gave to scanners.KeepState.
@@ -64,10 +42,10 @@ func keep(ctx context.Context, torch *place, loads []loadSite) {
 	}
 	var k keptState
 	if torch != nil {
-		k.Torch = &keptPlace{A: keepArtifact(torch.a), Pkg: torch.pkg}
+		k.Torch = &keptPlace{A: scanners.Keep(torch.a), Pkg: torch.pkg}
 	}
 	for _, l := range loads {
-		k.Loads = append(k.Loads, keptLoad{A: keepArtifact(l.a), Line: l.line, WeightsOnly: l.weightsOnly})
+		k.Loads = append(k.Loads, keptLoad{A: scanners.Keep(l.a), Line: l.line, WeightsOnly: l.weightsOnly})
 	}
 	data, err := json.Marshal(k)
 	if err != nil {
@@ -83,11 +61,11 @@ func (s *Scanner) RestoreState(_ context.Context, target string, data []byte) er
 		return fmt.Errorf("vulns state: %w", err)
 	}
 	if k.Torch != nil {
-		s.addTorch(target, &place{a: k.Torch.A.artifact(target), pkg: k.Torch.Pkg})
+		s.addTorch(target, &place{a: k.Torch.A.Artifact(target), pkg: k.Torch.Pkg})
 	}
 	sites := make([]loadSite, 0, len(k.Loads))
 	for _, l := range k.Loads {
-		sites = append(sites, loadSite{a: l.A.artifact(target), line: l.Line, weightsOnly: l.WeightsOnly})
+		sites = append(sites, loadSite{a: l.A.Artifact(target), line: l.Line, weightsOnly: l.WeightsOnly})
 	}
 	s.addLoads(target, sites)
 	return nil
