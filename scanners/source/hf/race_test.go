@@ -1,0 +1,6 @@
+//go:build race && !mlwarden_sbatch
+
+package hf_test
+
+// raceSlowdown scales time bounds under the race detector.
+const raceSlowdown = 10
