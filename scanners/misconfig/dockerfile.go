@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
+
+	"github.com/mlwarden/mlwarden/scanners/internal/instr"
 )
 
 // dockerfileCommands reads RUN, CMD and ENTRYPOINT instructions with
@@ -79,42 +81,12 @@ func dockerfileCommands(data []byte) []cmdLine {
 // BuildKit removes inside continuations), so that each command and word
 // keeps the line it is written on.
 func shellForm(n *parser.Node, lines []string) ([]cmdLine, bool) {
-	if n.StartLine < 1 || n.EndLine > len(lines) || n.StartLine > n.EndLine {
+	text, lineOf, ok := instr.Shell(lines, n.StartLine, n.EndLine, false)
+	if !ok {
 		return nil, false
 	}
-	body := strings.TrimLeft(lines[n.StartLine-1], " \t")
-	if i := strings.IndexAny(body, " \t"); i >= 0 {
-		body = strings.TrimLeft(body[i:], " \t") // the instruction word
-	} else {
-		body = ""
-	}
-	for strings.HasPrefix(body, "--") {
-		_, rest, ok := strings.Cut(body, " ")
-		if !ok {
-			body = ""
-			break
-		}
-		body = strings.TrimLeft(rest, " \t")
-	}
-	var text strings.Builder
-	lineOf := []int{n.StartLine}
-	text.WriteString(strings.TrimRight(body, "\r"))
-	for l := n.StartLine + 1; l <= n.EndLine; l++ {
-		s := lines[l-1]
-		if t := strings.TrimSpace(s); t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		text.WriteByte('\n')
-		text.WriteString(strings.TrimRight(s, "\r"))
-		lineOf = append(lineOf, l)
-	}
-	at := func(l int) int {
-		if l >= 1 && l <= len(lineOf) {
-			return lineOf[l-1]
-		}
-		return n.StartLine
-	}
-	cls := shellCommands([]byte(text.String()), 1)
+	at := func(l int) int { return instr.Line(lineOf, l) }
+	cls := shellCommands([]byte(text), 1)
 	for i := range cls {
 		cls[i].line = at(cls[i].line)
 		for k, l := range cls[i].wlines {

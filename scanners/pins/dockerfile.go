@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
+
+	"github.com/mlwarden/mlwarden/scanners/internal/instr"
 )
 
 // scanDockerfile checks FROM, COPY --from, ADD and RUN instructions.
@@ -177,43 +179,12 @@ func dockerRun(n *parser.Node, args []string, lines []string, st *shellState, r 
 		}
 		return
 	}
-	if n.StartLine < 1 || n.EndLine > len(lines) || n.StartLine > n.EndLine {
+	// The shell text from the source lines, each part at its own line
+	// (comment and blank lines kept inside heredoc bodies).
+	text, lineOf, ok := instr.Shell(lines, n.StartLine, n.EndLine, len(n.Heredocs) > 0)
+	if !ok {
 		return
 	}
-	// Rebuild the shell text from the source lines, dropping the instruction
-	// word and its flags, and the comment and blank lines BuildKit removes
-	// inside continuations (but not inside heredoc bodies).
-	first := lines[n.StartLine-1]
-	body := strings.TrimLeft(first, " \t")
-	body = strings.TrimLeft(body[min(3, len(body)):], " \t") // "RUN"
-	for strings.HasPrefix(body, "--") {
-		_, rest, ok := strings.Cut(body, " ")
-		if !ok {
-			body = ""
-			break
-		}
-		body = strings.TrimLeft(rest, " \t")
-	}
-	var text strings.Builder
-	var lineOf []int
-	text.WriteString(body)
-	lineOf = append(lineOf, n.StartLine)
-	for l := n.StartLine + 1; l <= n.EndLine; l++ {
-		s := lines[l-1]
-		if len(n.Heredocs) == 0 {
-			if t := strings.TrimSpace(s); t == "" || strings.HasPrefix(t, "#") {
-				continue
-			}
-		}
-		text.WriteByte('\n')
-		text.WriteString(strings.TrimRight(s, "\r"))
-		lineOf = append(lineOf, l)
-	}
-	sc := &shellScan{st: st, src: []byte(text.String()), dockerfile: true, r: r.subMap(func(l int) int {
-		if l >= 1 && l <= len(lineOf) {
-			return lineOf[l-1]
-		}
-		return n.StartLine
-	})}
+	sc := &shellScan{st: st, src: []byte(text), dockerfile: true, r: r.subMap(func(l int) int { return instr.Line(lineOf, l) })}
 	sc.run()
 }
