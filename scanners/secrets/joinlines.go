@@ -360,7 +360,7 @@ func blockScalar(text []byte, start, e int) bool {
 }
 
 // scalarJoin rewrites a YAML block scalar whose key line is [start, e):
-// the indicator goes, the value's first line loses its indentation and,
+// the indicator goes, the value's first line joins the key's line and,
 // folded (>), takes the lines of the same indentation after it, joined by
 // single spaces (add), up to an empty or less indented line.
 func scalarJoin(text []byte, start, e int) (cuts [][2]int, add []byte, last int) {
@@ -381,7 +381,11 @@ func scalarJoin(text []byte, start, e int) (cuts [][2]int, add []byte, last int)
 	if indent <= keyIndent || c >= lineEnd(text, s, ne) {
 		return nil, nil, 0 // not the scalar's content
 	}
-	cuts = append(cuts, [2]int{colon + 1, lineEnd(text, start, e)}, [2]int{e + 1, c})
+	// The indicator, the line break and the indentation go: the value
+	// stands after "key: " on the key's line, as a plain scalar would
+	// (rules that read "key: value" and those that allow "key: >" then the
+	// value, such as kubernetes-secret-yaml, both read it).
+	cuts = append(cuts, [2]int{colon + 2, c})
 	last = ne
 	if !folded {
 		return cuts, nil, last

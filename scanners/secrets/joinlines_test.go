@@ -19,9 +19,9 @@ func TestJoinLines(t *testing.T) {
 		{"k = \"ab\"\r\n  \"cd\"\r\n", "k = \"abcd\"\r\n\r\n"[:len("k = \"abcd\"\r\n")] + "\n"},
 		{"export T=ab\\\ncd\\\nef rest\nnext\n", "export T=abcdef rest\n\n\nnext\n"},
 		{"curl -H x \\\n  --data y\n", "curl -H x \\\n  --data y\n"}, // flags, not a word
-		{"key: >-\n  abc\n  def\nother: 1\n", "key:\nabc def\n\nother: 1\n"},
-		{"key: |\n  abc\n  def\n", "key:\nabc\n  def\n"},
-		{"- key: >\n    abc\n\n    def\n", "- key:\nabc\n\n    def\n"},
+		{"key: >-\n  abc\n  def\nother: 1\n", "key: abc def\n\n\nother: 1\n"},
+		{"key: |\n  abc\n  def\n", "key: abc\n\n  def\n"},
+		{"- key: >\n    abc\n\n    def\n", "- key: abc\n\n\n    def\n"},
 		{"key: >\nnot indented\n", "key: >\nnot indented\n"},
 		{"\"name\",\"token\"\n\"alice\",\"abc\"\n", "\"name\",\"token\"\n\"alice\",\"abc\"\n"}, // CSV
 		{"s = \"\"\"\n\"doc\"\n", "s = \"\"\"\n\"doc\"\n"},                                     // a triple quote opens
@@ -65,8 +65,8 @@ func TestSplitValues(t *testing.T) {
 		{"js plus at the start", "client.js", "const k = '" + gq[:25] + "'\n  + '" + gq[25:] + "';\n", "secrets/groq-api-key", 1},
 		{"shell continuation", "job.sh", "#!/bin/bash\nexport HF_TOKEN=" + hf[:15] + "\\\n" + hf[15:] + "\nsrun python train.py\n", "secrets/huggingface-token", 2},
 		{"python parentheses below the name", "settings.py", "CO_API_KEY = (\n    \"" + co[:20] + "\"\n    \"" + co[20:] + "\"\n)\n", "secrets/cohere-api-key", 2},
-		{"yaml folded", "config.yaml", "logging:\n  WANDB_API_KEY: >-\n    " + wb + "\n  project: x\n", "secrets/wandb-api-key-legacy", 3},
-		{"yaml literal", "config.yaml", "env:\n  CO_API_KEY: |\n    " + co + "\n", "secrets/cohere-api-key", 3},
+		{"yaml folded", "config.yaml", "logging:\n  WANDB_API_KEY: >-\n    " + wb + "\n  project: x\n", "secrets/wandb-api-key-legacy", 2},
+		{"yaml literal", "config.yaml", "env:\n  CO_API_KEY: |\n    " + co + "\n", "secrets/cohere-api-key", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := scan(t, s, tc.path, tc.text)
