@@ -50,7 +50,10 @@ type Component struct {
 	Version string `json:"version,omitempty"`
 	// Format is a model file's format ("safetensors", "PyTorch zip").
 	Format string `json:"format,omitempty"`
-	Size   int64  `json:"size,omitempty"`
+	// License is a model's licence as an SPDX identifier (or LicenseRef-…),
+	// read from its card, metadata or annotations; empty when unknown.
+	License string `json:"license,omitempty"`
+	Size    int64  `json:"size,omitempty"`
 	// SHA256 is the content's digest in hex, when it is known: the content
 	// was read whole anyway, the source knows it (a Hub LFS object), or
 	// hashing was asked for (--format cyclonedx).

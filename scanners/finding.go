@@ -104,12 +104,27 @@ type Finding struct {
 	// comment or the baseline matched. Suppressed findings are counted, not
 	// shown as failures.
 	Suppressed string `json:"suppressed,omitempty"`
+	// Verification is what asking the provider said of a secret finding
+	// (--verify-secrets): VerificationLive, VerificationRevoked or
+	// VerificationUnknown; empty when nobody asked.
+	Verification string `json:"verification,omitempty"`
 
 	// Secret, when set by a scanner, goes into the fingerprint in place of
 	// the evidence, through SecretKey (never as it is), and is never written
 	// anywhere.
 	Secret string `json:"-"`
 }
+
+// The values of Finding.Verification (part of the JSON report).
+const (
+	// VerificationLive: the provider accepted the credential.
+	VerificationLive = "live"
+	// VerificationRevoked: the provider refused it as invalid or revoked.
+	VerificationRevoked = "revoked"
+	// VerificationUnknown: asked, but no answer said either (rate limit,
+	// time-out, a provider error).
+	VerificationUnknown = "unknown"
+)
 
 // At returns a finding for rule r located at artifact a and 1-based content
 // line (0 for the whole artifact). It maps the line through a.Lines and copies
