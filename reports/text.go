@@ -132,6 +132,9 @@ func Summary(res *scanners.Result) string {
 	if s.Hidden > 0 {
 		line += fmt.Sprintf("; %d hidden by --severity", s.Hidden)
 	}
+	if s.PresentBefore > 0 {
+		line += fmt.Sprintf("; %d already present before (--new-only)", s.PresentBefore)
+	}
 	skipped := 0
 	for _, t := range res.Targets {
 		skipped += t.Skipped

@@ -302,6 +302,9 @@ type Summary struct {
 	// Hidden counts findings left out of the report by --severity (they are
 	// in no other count).
 	Hidden int `json:"hidden,omitempty"`
+	// PresentBefore counts findings left out of the report by --new-only
+	// because they were already present at its REF (in no other count).
+	PresentBefore int `json:"present_before,omitempty"`
 }
 
 // Add counts one finding.

@@ -61,6 +61,11 @@ func OptionsFrom(v *config.Values) (Options, error) {
 		o.Checks = v.List("checks")
 	}
 	o.Baseline = str("baseline")
+	o.SinceCommit, o.NewOnly = str("since-commit"), str("new-only")
+	o.Staged = v.Has("staged") && v.Bool("staged")
+	if o.Staged && o.SinceCommit != "" {
+		return o, fmt.Errorf("--staged and --since-commit: choose one (the index, or the changes since a commit)")
+	}
 	o.SecretsConfig = str("secrets-config")
 	o.CUDAHost, o.CUDAInventory = str("host"), str("inventory")
 	o.Advisories = str("advisories")

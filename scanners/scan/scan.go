@@ -59,6 +59,15 @@ type Options struct {
 	Config *config.File
 	// Baseline is a previous JSON report whose findings are suppressed.
 	Baseline string
+	// SinceCommit narrows git: targets to the commits after it and work-tree
+	// directories to the files changed since it (--since-commit).
+	SinceCommit string
+	// Staged scans a work tree's staged files as the index holds them
+	// (--staged).
+	Staged bool
+	// NewOnly reports only the findings not present at this commit or
+	// reference (--new-only; docs/design/scopes.md).
+	NewOnly string
 	// MaxFileSize is the largest file scanned (default 64 GiB).
 	MaxFileSize int64
 	// MaxArchiveDepth is how deeply archives nest that are opened for the
