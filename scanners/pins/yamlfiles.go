@@ -137,6 +137,15 @@ func (y *yamlScan) kube(n *yaml.Node, key string, depth int) {
 			if (k == "container" || k == "script") && v.Kind == yaml.MappingNode {
 				y.image(mapGet(v, "image"), "container image") // Argo templates
 			}
+			if k == "volumes" && v.Kind == yaml.SequenceNode {
+				// Image volumes (volumes[].image.reference): models mounted
+				// from OCI artifacts, pinned as container images are.
+				for _, vol := range v.Content {
+					if img := mapGet(vol, "image"); img != nil && img.Kind == yaml.MappingNode {
+						y.image(mapGet(img, "reference"), "image volume")
+					}
+				}
+			}
 			y.kube(v, k, depth+1)
 		}
 	case yaml.SequenceNode:
