@@ -54,6 +54,25 @@ type Target struct {
 	// Skipped counts the directories and files --skip-dirs and --skip-files
 	// left out (a note names them).
 	Skipped int `json:"skipped,omitempty"`
+	// VCS is the repository a git: target, or a directory scanned in a
+	// git scope (--since-commit, --staged, --new-only), was read from.
+	VCS *VCS `json:"vcs,omitempty"`
+}
+
+// VCS names the repository and revision a target was read at, and the
+// scope of the scan when it was not the whole (SARIF's
+// versionControlProvenance).
+type VCS struct {
+	// RepositoryURI is the remote's URL without a password, or a file:
+	// URL of the local repository.
+	RepositoryURI string `json:"repository_uri,omitempty"`
+	// Revision is the commit scanned (HEAD, or the commit of a base scan).
+	Revision string `json:"revision,omitempty"`
+	// Branch is the branch checked out, where there is one.
+	Branch string `json:"branch,omitempty"`
+	// Scope says what of the target was scanned when not all of it:
+	// "since-commit <sha>", "staged", "new-only <sha>".
+	Scope string `json:"scope,omitempty"`
 }
 
 // ArtifactKind says what kind of thing an artifact's content is.

@@ -275,6 +275,9 @@ type Target struct {
 	// Insecure reaches the image's registry over plain HTTP (a registry the
 	// caller already knows to speak it).
 	Insecure bool
+	// base, when set, reads a git: target or a work-tree directory as it
+	// was at this commit (the base scan of --new-only).
+	base string
 }
 
 // Result is what one Run found: the report, and for the sbatch front end
@@ -291,13 +294,28 @@ type Result struct {
 // not be opened or read in full is in the result's errors (exit 2), never
 // a reason to drop other targets' findings. The returned error is only for
 // a run that did not happen at all.
+//
+// With NewOnly, each target is scanned a second time as it was at that
+// commit or reference, and the findings present there are left out
+// (newonly.go).
 func (s *Scanner) Run(ctx context.Context, targets ...Target) (*Result, error) {
 	if s.o.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.o.Timeout)
 		defer cancel()
 	}
+	out, names := s.run(ctx, targets)
+	if s.o.NewOnly != "" {
+		s.newOnly(ctx, out.Result, targets, names)
+	}
+	return out, nil
+}
+
+// run is one Run without --new-only: the result, and the name each target
+// has in it ("" for a target that could not be opened).
+func (s *Scanner) run(ctx context.Context, targets []Target) (*Result, []string) {
 	out := &Result{}
+	names := make([]string, len(targets))
 	var srcs []scanners.Source
 	var openErrs []scanners.Error
 	var subs []*submission
@@ -308,7 +326,7 @@ func (s *Scanner) Run(ctx context.Context, targets ...Target) (*Result, error) {
 			}
 		}
 	}()
-	for _, t := range targets {
+	for i, t := range targets {
 		switch {
 		case t.Script != nil:
 			sub := s.submission(t.Script)
@@ -326,6 +344,7 @@ func (s *Scanner) Run(ctx context.Context, targets ...Target) (*Result, error) {
 				openErrs = append(openErrs, scanners.Error{Target: t.Ref, Message: err.Error()})
 				continue
 			}
+			names[i] = src.Target().Name
 			srcs = append(srcs, src)
 		}
 	}
@@ -364,7 +383,7 @@ func (s *Scanner) Run(ctx context.Context, targets ...Target) (*Result, error) {
 	markTargetConfig(res, s.o.Config)
 	FilterSeverities(res, s.o.Severities)
 	out.Result = res
-	return out, nil
+	return out, names
 }
 
 // suppressions is the set that applies once the run is over: the config's

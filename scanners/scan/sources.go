@@ -49,6 +49,12 @@ func sourceOptionsFrom(v *config.Values, o *Options) {
 	if v.Has("no-cache") {
 		o.Image.NoCache = v.Bool("no-cache")
 	}
+	if o.NewOnly != "" {
+		// --new-only compares secrets by their value's key, which a
+		// finding replayed from the cache no longer holds: both scans
+		// are cold, so that both sides compare alike.
+		o.Image.NoCache = true
+	}
 	if v.Has("cache-max-size") {
 		o.Image.CacheMaxBytes = v.Size("cache-max-size")
 		if o.Image.CacheMaxBytes == 0 {
@@ -135,7 +141,11 @@ func (s *Scanner) Cache() *cache.Cache { return s.o.Image.Cache }
 
 // open opens one target's source with the pipeline's options.
 func (s *Scanner) open(ctx context.Context, t Target) (scanners.Source, error) {
-	o := source.Options{MaxFileSize: s.o.MaxFileSize, Workers: s.o.Workers, Image: s.o.Image, Git: s.o.Git, HF: s.o.HF}
+	o := source.Options{MaxFileSize: s.o.MaxFileSize, Workers: s.o.Workers, Image: s.o.Image, Git: s.o.Git, HF: s.o.HF,
+		Scope: source.Scope{Since: s.o.SinceCommit, Staged: s.o.Staged}}
+	if t.base != "" {
+		o.Scope = source.Scope{At: t.base}
+	}
 	if t.Auth != nil {
 		o.Image.Keychain = fixedKeychain{t.Auth}
 	}

@@ -58,6 +58,12 @@ type fsSource struct {
 	// image source walks; only the archive's other members are read here.
 	archiveOnly bool
 
+	// only, when set, are the only files walked (slash paths relative to
+	// the root; --since-commit), onlyDirs the directories above them.
+	only, onlyDirs map[string]bool
+	// vcs is the repository a scoped walk's file list came from.
+	vcs *scanners.VCS
+
 	mu     sync.Mutex
 	broken []string // symlinks to nothing: no content, so not errors
 	notes  []string
@@ -122,7 +128,7 @@ func (s *fsSource) Close() error { return s.rootDir.Close() }
 func (s *fsSource) FS() fs.FS { return s.fsys }
 
 func (s *fsSource) Target() scanners.Target {
-	t := scanners.Target{Name: s.name, Kind: s.kind()}
+	t := scanners.Target{Name: s.name, Kind: s.kind(), VCS: s.vcs}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t.Notes = append(t.Notes, s.notes...)
@@ -229,6 +235,9 @@ func (s *fsSource) walkDir(ctx context.Context, sink scanners.Sink, jobs chan<- 
 			}
 			if e.IsDir() && name == ".git" {
 				continue // git history is the git source's business
+			}
+			if s.only != nil && !s.only[r] && !s.onlyDirs[r] {
+				continue // outside the scope (--since-commit)
 			}
 			t := e.Type()
 			if t&fs.ModeSymlink != 0 {

@@ -34,6 +34,14 @@ type GitOptions struct {
 	Depth int
 	// NoHistory scans the working tree only.
 	NoHistory bool
+	// Since, when set, scans only the commits after it: what
+	// `git log Since..HEAD` lists, merges' own changes included, and no
+	// tree (--since-commit).
+	Since string
+	// At, when set, scans the repository as it was at this commit: its
+	// tree read from the object store (never checked out) and the history
+	// that reaches it (the base of --new-only).
+	At string
 }
 
 // gitSource is a repository: its working tree (the files on disk for a local
@@ -49,6 +57,7 @@ type gitSource struct {
 
 	mu    sync.Mutex
 	notes []string
+	vcs   *scanners.VCS
 	// root is a local checkout's working tree, handed to checks as
 	// Artifact.FS for the working tree's files (nil for clones).
 	root   *os.Root
@@ -220,7 +229,12 @@ func gitRedact(ref string) string {
 func (s *gitSource) Target() scanners.Target {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return scanners.Target{Name: s.name, Kind: scanners.KindRepo, Notes: append([]string(nil), s.notes...)}
+	t := scanners.Target{Name: s.name, Kind: scanners.KindRepo, Notes: append([]string(nil), s.notes...)}
+	if s.vcs != nil {
+		v := *s.vcs
+		t.VCS = &v
+	}
+	return t
 }
 
 func (s *gitSource) note(n string) {
@@ -251,17 +265,43 @@ func (s *gitSource) Walk(ctx context.Context, sink scanners.Sink) error {
 	if err != nil {
 		head = "" // an empty repository
 	}
-	if head != "" {
+	if head != "" && s.o.At == "" {
 		s.note("HEAD is " + head)
 	}
 	if shallow, _ := g.output(ctx, "", "rev-parse", "--is-shallow-repository"); shallow == "true" {
 		s.note("shallow clone: commits before the shallow boundary were not scanned; fetch with --unshallow to scan the whole history")
 	}
+	s.setVCS(ctx, head)
+	switch {
+	case s.o.At != "":
+		at, err := resolveCommit(ctx, g, "--new-only", s.o.At)
+		if err != nil {
+			return err
+		}
+		s.vcsScope(at, "new-only base "+at)
+		s.note(fmt.Sprintf("the base of --new-only: the repository as it was at %s (%s), its tree read from the object store and the history that reaches it", s.o.At, at))
+		current := newGitLines()
+		if err := s.walkTree(ctx, sink, current, at); err != nil || s.o.NoHistory {
+			return err
+		}
+		return s.walkHistory(ctx, sink, current, "at "+at[:12], []string{at})
+	case s.o.Since != "":
+		since, err := resolveCommit(ctx, g, "--since-commit", s.o.Since)
+		if err != nil {
+			return err
+		}
+		s.vcsScope(head, "since-commit "+since)
+		s.note(fmt.Sprintf("scope: only the commits after %s (%s), what git log %s..HEAD lists, merges' own changes included; the tree and older history were not scanned", s.o.Since, since, since[:12]))
+		if head == "" {
+			return nil
+		}
+		return s.walkHistory(ctx, sink, nil, "", []string{since + "..HEAD"})
+	}
 
 	current := newGitLines()
 	if bare {
 		if head != "" {
-			err = s.walkTree(ctx, sink, current)
+			err = s.walkTree(ctx, sink, current, "HEAD")
 		}
 	} else {
 		err = s.walkCheckout(ctx, sink, current)
@@ -269,7 +309,11 @@ func (s *gitSource) Walk(ctx context.Context, sink scanners.Sink) error {
 	if err != nil || s.o.NoHistory {
 		return err
 	}
-	return s.walkHistory(ctx, sink, current, bare)
+	where := "in the working tree"
+	if bare {
+		where = "at HEAD"
+	}
+	return s.walkHistory(ctx, sink, current, where, []string{"--all"})
 }
 
 // clone makes a bare clone of the remote with the one transport its URL
@@ -404,7 +448,7 @@ func (s *gitSource) checkoutFile(ctx context.Context, sink scanners.Sink, rel st
 // hand gives one file of the working tree, or of HEAD's tree, held in
 // memory to the sink, recording its lines.
 func (s *gitSource) hand(sink scanners.Sink, a *scanners.Artifact, data []byte, current *gitLines) {
-	if !scanners.IsBinary(data) {
+	if current != nil && !scanners.IsBinary(data) {
 		current.addData(a.Path, data)
 	}
 	if err := sink.Artifact(a, bytes.NewReader(data)); err != nil {
@@ -412,19 +456,38 @@ func (s *gitSource) hand(sink scanners.Sink, a *scanners.Artifact, data []byte, 
 	}
 }
 
-// walkTree hands over the files of HEAD's tree (bare repositories and
-// clones), read with one `git cat-file --batch`: blobs up to gitSmall in
-// memory, larger ones as a stream that the dispatcher spools.
-func (s *gitSource) walkTree(ctx context.Context, sink scanners.Sink, current *gitLines) error {
-	out, err := s.git.bytes(ctx, "", "ls-tree", "-r", "-z", "--full-tree", "-l", "HEAD")
+// walkTree hands over the files of a commit's tree (HEAD's for bare
+// repositories and clones), read with one `git cat-file --batch`: blobs up
+// to gitSmall in memory, larger ones as a stream that the dispatcher
+// spools.
+func (s *gitSource) walkTree(ctx context.Context, sink scanners.Sink, current *gitLines, treeish string) error {
+	entries, err := s.treeEntries(ctx, "", treeish)
 	if err != nil {
 		return err
 	}
-	type entry struct {
-		mode, oid, path string
-		size            int64
+	return s.readBlobs(ctx, sink, current, entries, s.name, scanners.KindRepo, nil)
+}
+
+// gitEntry is one blob of a tree or of the index; size is -1 when not
+// known before the blob is read.
+type gitEntry struct {
+	mode, oid, path string
+	size            int64
+}
+
+// treeEntries lists the blobs of treeish: the whole tree when dir is "",
+// else those under dir (a directory of the working tree), named relative
+// to it.
+func (s *gitSource) treeEntries(ctx context.Context, dir, treeish string) ([]gitEntry, error) {
+	args := []string{"ls-tree", "-r", "-z", "-l"}
+	if dir == "" {
+		args = append(args, "--full-tree")
 	}
-	var entries []entry
+	out, err := s.git.bytes(ctx, dir, append(args, treeish)...)
+	if err != nil {
+		return nil, err
+	}
+	var entries []gitEntry
 	for rec := range bytes.SplitSeq(out, []byte{0}) {
 		meta, p, ok := bytes.Cut(rec, []byte{'\t'})
 		if !ok {
@@ -435,8 +498,15 @@ func (s *gitSource) walkTree(ctx context.Context, sink scanners.Sink, current *g
 			continue // submodules and symlinks
 		}
 		size, _ := strconv.ParseInt(f[3], 10, 64)
-		entries = append(entries, entry{f[0], f[2], string(p), size})
+		entries = append(entries, gitEntry{f[0], f[2], string(p), size})
 	}
+	return entries, nil
+}
+
+// readBlobs hands over the entries' blobs as file artifacts of target
+// (fsys, when set, is the artifacts' FS), read with one
+// `git cat-file --batch`.
+func (s *gitSource) readBlobs(ctx context.Context, sink scanners.Sink, current *gitLines, entries []gitEntry, target string, kind scanners.TargetKind, fsys fs.FS) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd := s.git.command(ctx, "", "cat-file", "--batch")
@@ -465,7 +535,7 @@ func (s *gitSource) walkTree(ctx context.Context, sink scanners.Sink, current *g
 	var walkErr error
 	for _, e := range entries {
 		if e.size > s.o.MaxFileSize {
-			sink.Error(scanners.Error{Target: s.name, Path: e.path, Message: fmt.Sprintf("not scanned: %d bytes is over --max-file-size (%d bytes)", e.size, s.o.MaxFileSize)})
+			sink.Error(scanners.Error{Target: target, Path: e.path, Message: fmt.Sprintf("not scanned: %d bytes is over --max-file-size (%d bytes)", e.size, s.o.MaxFileSize)})
 			continue
 		}
 		if walkErr = ctx.Err(); walkErr != nil {
@@ -490,7 +560,15 @@ func (s *gitSource) walkTree(ctx context.Context, sink scanners.Sink, current *g
 		if e.mode == "100755" {
 			mode = 0o755
 		}
-		a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: s.name, TargetKind: scanners.KindRepo, Path: e.path, Size: n, Mode: mode}
+		if n > s.o.MaxFileSize {
+			// Known only now (an index entry): skipped, and said.
+			sink.Error(scanners.Error{Target: target, Path: e.path, Message: fmt.Sprintf("not scanned: %d bytes is over --max-file-size (%d bytes)", n, s.o.MaxFileSize)})
+			if _, walkErr = io.CopyN(io.Discard, r, n+1); walkErr != nil {
+				break
+			}
+			continue
+		}
+		a := &scanners.Artifact{Kind: scanners.ArtifactFile, Target: target, TargetKind: kind, Path: e.path, Size: n, Mode: mode, FS: fsys}
 		if walkErr = s.blob(ctx, sink, a, r, current); walkErr != nil {
 			break
 		}
@@ -518,7 +596,7 @@ func (s *gitSource) blob(ctx context.Context, sink scanners.Sink, a *scanners.Ar
 	head, _ := r.Peek(8000)
 	body := io.LimitReader(r, n)
 	var lines *gitLineWriter
-	if !scanners.IsBinary(head) {
+	if current != nil && !scanners.IsBinary(head) {
 		lines = current.adder(a.Path)
 		body = io.TeeReader(body, lines)
 	}
@@ -543,11 +621,15 @@ func (s *gitSource) blob(ctx context.Context, sink scanners.Sink, a *scanners.Ar
 // the working tree are left to the working-tree scan; the others are marked
 // as no longer present, since a secret removed by a later commit stays in
 // every clone of the history.
-func (s *gitSource) walkHistory(ctx context.Context, sink scanners.Sink, current *gitLines, bare bool) error {
+//
+// revs are what git log walks ("--all", or a range); where says where
+// current's lines are; a nil current (--since-commit) hands over every
+// added line.
+func (s *gitSource) walkHistory(ctx context.Context, sink scanners.Sink, current *gitLines, where string, revs []string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	args := []string{"-c", "diff.noprefix=false",
-		"log", "--all", "-p", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--full-history", "--full-index",
+		"log", "-p", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--full-history", "--full-index",
 		"--diff-filter=tuxdb", "--format=medium", "--no-abbrev-commit", "--src-prefix=a/", "--dst-prefix=b/"}
 	// A merge commit's own changes — a conflict resolution, a line slipped in
 	// while merging — are in no parent's commit; git log shows merges
@@ -558,6 +640,7 @@ func (s *gitSource) walkHistory(ctx context.Context, sink scanners.Sink, current
 	} else {
 		s.note(fmt.Sprintf("git %s is older than 2.36: changes made in merge commits themselves (conflict resolutions) were not scanned", v))
 	}
+	args = append(append(args, revs...), "--")
 	cmd := s.git.command(ctx, "", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -575,10 +658,6 @@ func (s *gitSource) walkHistory(ctx context.Context, sink scanners.Sink, current
 		cancel()
 		cmd.Wait()
 		return fmt.Errorf("git log: parse: %w", err)
-	}
-	where := "in the working tree"
-	if bare {
-		where = "at HEAD"
 	}
 	big := &gitBigBlobs{g: s.git}
 	defer big.close()
@@ -745,7 +824,7 @@ func dropRemergeHeaders(r io.Reader) *io.PipeReader {
 // and nothing for those still there (the working-tree scan reports them).
 func (s *gitSource) patchArtifacts(sink scanners.Sink, f *gitdiff.File, current *gitLines, where string) {
 	var gone bytes.Buffer
-	partial := current.partial(f.NewName)
+	partial := current != nil && current.partial(f.NewName)
 	var lines []int
 	for _, frag := range f.TextFragments {
 		n := int(frag.NewPosition)
@@ -753,7 +832,7 @@ func (s *gitSource) patchArtifacts(sink scanners.Sink, f *gitdiff.File, current 
 			switch l.Op {
 			case gitdiff.OpAdd:
 				text := strings.TrimSuffix(l.Line, "\n")
-				if !current.has(f.NewName, []byte(text)) {
+				if current == nil || !current.has(f.NewName, []byte(text)) {
 					gone.WriteString(text)
 					gone.WriteByte('\n')
 					lines = append(lines, n)
@@ -782,7 +861,10 @@ func (s *gitSource) patchArtifacts(sink scanners.Sink, f *gitdiff.File, current 
 		Lines:      lines,
 		Note:       fmt.Sprintf("added in commit %s; no longer present %s, removed later or only on another branch, but still in the history that every clone keeps: rotate it", short, where),
 	}
-	if partial {
+	switch {
+	case current == nil:
+		a.Note = fmt.Sprintf("added in commit %s, after --since-commit %s", short, s.o.Since)
+	case partial:
 		a.Note = fmt.Sprintf("added in commit %s; the file %s is too large to tell whether the line is still there, and it stays in the history that every clone keeps: rotate it", short, where)
 	}
 	if err := sink.Artifact(a, bytes.NewReader(gone.Bytes())); err != nil {

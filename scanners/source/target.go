@@ -28,6 +28,9 @@ type Options struct {
 	Git     GitOptions
 	// HF configures hf: targets (the Hub's endpoint, token, download limit).
 	HF hf.Options
+	// Scope narrows git: targets and directories in a work tree to a
+	// change (--since-commit, --staged, the base of --new-only).
+	Scope Scope
 }
 
 // Schemes are the target prefixes Open understands, as in syft and grype.
@@ -43,6 +46,9 @@ var Schemes = []string{"registry", "oci", "docker-archive", "git", "hf", "dir", 
 func Open(ctx context.Context, target string, o Options) (scanners.Source, error) {
 	if target == "" {
 		return nil, fmt.Errorf("empty target")
+	}
+	if !o.Scope.Empty() {
+		return openScope(ctx, target, o)
 	}
 	if scheme, rest, ok := strings.Cut(target, ":"); ok {
 		switch scheme {
@@ -78,6 +84,32 @@ func Open(ctx context.Context, target string, o Options) (scanners.Source, error
 		return image.Open(ctx, "registry", target, o.Image)
 	}
 	return nil, fmt.Errorf("target %s: no such file or directory, and not an image reference (use a path, or one of %s followed by ':')", target, strings.Join(Schemes, ", "))
+}
+
+// openScope opens a target for a Scope: git: targets and directories in a
+// git work tree only.
+func openScope(ctx context.Context, target string, o Options) (scanners.Source, error) {
+	flag := scopeFlag(o.Scope)
+	scheme, rest, ok := strings.Cut(target, ":")
+	switch {
+	case ok && scheme == "git":
+		if o.Scope.Staged {
+			return nil, fmt.Errorf("target %s: --staged reads a work tree's index: name the directory (.), not git:", target)
+		}
+		if rest == "" {
+			return nil, fmt.Errorf("target %q: nothing after \"git:\"", target)
+		}
+		o.Git.Since, o.Git.At = o.Scope.Since, o.Scope.At
+		return OpenGit(ctx, rest, o.Git)
+	case ok && scheme == "dir":
+		return openScoped(ctx, rest, o)
+	case ok && slices.Contains(Schemes, scheme):
+		return nil, fmt.Errorf("target %s: %s applies to git: targets and to directories in a git work tree", target, flag)
+	}
+	if fi, err := os.Stat(target); err == nil && fi.IsDir() {
+		return openScoped(ctx, target, o)
+	}
+	return nil, fmt.Errorf("target %s: %s applies to git: targets and to directories in a git work tree", target, flag)
 }
 
 // openPath opens a file or directory: a Hugging Face cache path as the
