@@ -8,6 +8,7 @@ require (
 	github.com/CycloneDX/cyclonedx-go v0.12.0
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/aquasecurity/go-pep440-version v0.0.1
+	github.com/aws/aws-sdk-go-v2 v1.47.0
 	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/bodgit/sevenzip v1.6.0
 	github.com/cert-manager/cert-manager v1.19.1
@@ -62,6 +63,7 @@ require (
 	github.com/andybalholm/brotli v1.1.2-0.20250424173009-453214e765f3 // indirect
 	github.com/aquasecurity/go-version v0.0.1 // indirect
 	github.com/asaskevich/govalidator v0.0.0-20230301143203-a9d515a09cc2 // indirect
+	github.com/aws/smithy-go v1.28.2 // indirect
 	github.com/aymanbagabas/go-osc52/v2 v2.0.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver v3.5.1+incompatible // indirect

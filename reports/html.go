@@ -68,7 +68,10 @@ type htmlFinding struct {
 	Severity, RuleID, Title, Check, Target, Location string
 	Why, Fix, Layer, Commit                          string
 	Suppressed                                       string
-	Fails                                            bool
+	// Verification is what the provider said (live, revoked, unknown;
+	// empty when nobody asked): live cards come first.
+	Verification string
+	Fails        bool
 	Items                                            []htmlItem
 	// BySeverity and ByPath are the card's places in the two orders the
 	// page offers (the script sorts by one of them).
@@ -87,8 +90,8 @@ func (f htmlFinding) Count() int { return len(f.Items) }
 // report's total order, so the cards and their items are deterministic.
 func htmlCards(fs []scanners.Finding, card func(scanners.Finding) htmlFinding) []htmlFinding {
 	type key struct {
-		target, rule, path, layer, commit, suppressed string
-		line                                          int
+		target, rule, path, layer, commit, suppressed, verification string
+		line                                                        int
 		sev                                           scanners.Severity
 	}
 	var cards []htmlFinding
@@ -97,7 +100,7 @@ func htmlCards(fs []scanners.Finding, card func(scanners.Finding) htmlFinding) [
 	var paths []string
 	at := map[key]int{}
 	for _, f := range fs {
-		k := key{f.Target, f.RuleID, f.Path, f.Layer, f.Commit, f.Suppressed, f.Line, f.Severity}
+		k := key{f.Target, f.RuleID, f.Path, f.Layer, f.Commit, f.Suppressed, f.Verification, f.Line, f.Severity}
 		i, ok := at[k]
 		if !ok {
 			i = len(cards)
@@ -114,9 +117,15 @@ func htmlCards(fs []scanners.Finding, card func(scanners.Finding) htmlFinding) [
 	place := func(a, b int) int {
 		return cmp.Or(strings.Compare(cards[a].Target, cards[b].Target), strings.Compare(paths[a], paths[b]), cmp.Compare(lines[a], lines[b]))
 	}
+	live := func(i int) int {
+		if cards[i].Verification == scanners.VerificationLive {
+			return 0
+		}
+		return 1
+	}
 	bySev := slices.Clone(idx)
 	slices.SortStableFunc(bySev, func(a, b int) int {
-		return cmp.Or(cmp.Compare(sevs[b], sevs[a]), place(a, b), strings.Compare(cards[a].RuleID, cards[b].RuleID))
+		return cmp.Or(cmp.Compare(live(a), live(b)), cmp.Compare(sevs[b], sevs[a]), place(a, b), strings.Compare(cards[a].RuleID, cards[b].RuleID))
 	})
 	byPath := slices.Clone(idx)
 	slices.SortStableFunc(byPath, func(a, b int) int {
@@ -172,7 +181,7 @@ func (h *htmlWriter) Write(w io.Writer, res *scanners.Result) error {
 		return htmlFinding{
 			Severity: f.Severity.String(), RuleID: f.RuleID, Title: title, Check: f.Check, Target: f.Target, Location: loc,
 			Why: r.Why, Fix: r.Fix, Layer: f.Layer, Commit: f.Commit,
-			Suppressed: f.Suppressed, Fails: f.Suppressed == "" && h.o.FailOn != nil && f.Severity >= *h.o.FailOn,
+			Suppressed: f.Suppressed, Verification: f.Verification, Fails: f.Suppressed == "" && h.o.FailOn != nil && f.Severity >= *h.o.FailOn,
 		}
 	})
 	for c, n := range checks {

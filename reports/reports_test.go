@@ -25,7 +25,7 @@ func sample() *scanners.Result {
 		Findings: []scanners.Finding{
 			{RuleID: "misconfig/notebook-exposed", Check: "misconfig", Severity: scanners.SeverityCritical, Message: "Jupyter listens on all interfaces with authentication disabled.", Target: "fixtures/demo", Path: "launch_notebook.sh", Line: 3, Evidence: "jupyter lab --ip=0.0.0.0", Fingerprint: "sha256:1111"},
 			{RuleID: "pins/image-not-digest", Check: "pins", Severity: scanners.SeverityMedium, Message: "FROM uses a tag, not a digest.", Target: "fixtures/demo", Path: "Dockerfile", Line: 1, Fingerprint: "sha256:2222", Suppressed: "ignored: base images are pinned by the platform team"},
-			{RuleID: "secrets/huggingface-token", Check: "secrets", Severity: scanners.SeverityCritical, Message: "Hugging Face token in an ENV value.", Target: "registry:registry.example.com/team/trainer:1.0", Path: "/etc/profile.d/hf.sh", Line: 2, Layer: "sha256:" + strings.Repeat("cd", 32), Evidence: "hf_Ab…xy", Fingerprint: "sha256:3333"},
+			{RuleID: "secrets/huggingface-token", Check: "secrets", Severity: scanners.SeverityCritical, Message: "Hugging Face token in an ENV value.", Target: "registry:registry.example.com/team/trainer:1.0", Path: "/etc/profile.d/hf.sh", Line: 2, Layer: "sha256:" + strings.Repeat("cd", 32), Evidence: "hf_Ab…xy", Fingerprint: "sha256:3333", Verification: scanners.VerificationLive},
 			{RuleID: "cuda/undeclared", Check: "cuda", Severity: scanners.SeverityInfo, Message: "No CUDA version declared.", Target: "fixtures/demo", Path: "requirements.txt", Fingerprint: "sha256:4444"},
 		},
 		Errors: []scanners.Error{{Target: "fixtures/demo", Path: "weights/big.bin", Message: "not scanned: 3000000000 bytes is over --max-file-size (1000000000 bytes)"}},

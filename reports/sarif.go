@@ -113,6 +113,9 @@ func (s *sarifWriter) Write(w io.Writer, res *scanners.Result) error {
 		if f.Evidence != "" {
 			props["evidence"] = f.Evidence
 		}
+		if f.Verification != "" {
+			props["verification"] = f.Verification
+		}
 		sr.Properties = props
 		if f.Suppressed != "" {
 			how := "external"

@@ -57,10 +57,21 @@ func (t *textWriter) Write(w io.Writer, res *scanners.Result) error {
 		if len(mine) == 0 {
 			fmt.Fprintln(bw, "  no findings")
 		}
+		first := true
+		for _, f := range mine {
+			if f.Verification != scanners.VerificationLive {
+				continue
+			}
+			if first {
+				fmt.Fprintf(bw, "  %s\n", t.paint(sevColor[scanners.SeverityCritical], "LIVE (the provider accepted these credentials)"))
+				first = false
+			}
+			t.finding(bw, f, idx)
+		}
 		for _, sev := range scanners.Severities() {
 			first := true
 			for _, f := range mine {
-				if f.Severity != sev {
+				if f.Severity != sev || f.Verification == scanners.VerificationLive {
 					continue
 				}
 				if first {
@@ -103,6 +114,9 @@ func (t *textWriter) finding(w io.Writer, f scanners.Finding, idx map[string]sca
 	}
 	if f.Commit != "" {
 		extra = append(extra, "commit: "+f.Commit)
+	}
+	if f.Verification != "" {
+		extra = append(extra, "verification: "+f.Verification)
 	}
 	if f.Suppressed != "" {
 		extra = append(extra, "suppressed: "+f.Suppressed)

@@ -50,6 +50,9 @@ const (
 	// KindTarget is a sweep target's whole result, by its reference and
 	// the digest it resolved to.
 	KindTarget = "target"
+	// KindVerification is what a provider said of a leaked credential
+	// (--verify-secrets), by the credential's salted hash.
+	KindVerification = "verification"
 )
 
 // ErrMiss is returned by Store.Get when the key holds nothing.

@@ -20,7 +20,7 @@ func TestParseErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown top-level key", "checkz: [secrets]\n", `line 1: unknown key "checkz" (valid keys:`},
-		{"unknown secrets key", "secrets:\n  bogus-key: 1\n", `line 2: unknown key "bogus-key" in secrets (valid: config)`},
+		{"unknown secrets key", "secrets:\n  bogus-key: 1\n", `line 2: unknown key "bogus-key" in secrets (valid: config, verify, verify-timeout)`},
 		{"unknown cuda key", "cuda:\n  hots: a.yaml\n", `line 2: unknown key "hots" in cuda (valid: host, inventory)`},
 		{"unknown sbatch key", "sbatch:\n  spank: [x]\n", `line 2: unknown key "spank" in sbatch`},
 		{"section not a mapping", "cuda: a.yaml\n", "line 1: cuda: want a mapping"},

@@ -184,6 +184,12 @@ func All() []Setting {
 			Help: "how deeply nested archives (zip, wheels, jars, tar, gz, bz2, xz, zst, 7z) are opened for the text checks, their members scanned as dist/app.whl!pkg/config.py (gitleaks' flag); what is deeper is reported; 0: archives are not opened"},
 		{Name: "secrets-config", Key: "secrets.config", Type: Path, Commands: scanning,
 			Help: "extra secret rules in gitleaks TOML format, extending the built-in set"},
+		{Name: "verify-secrets", UserOnly: "it would send the scanned secrets to their providers", Key: "secrets.verify", Type: Bool, Default: "false", Commands: []string{CmdScan, CmdServe},
+			Help: "ask each leaked credential's provider, once per distinct secret, whether it works (a read-only call to the provider's own HTTPS API; docs/design/verification.md): findings get verification live, revoked or unknown; off: secrets never leave the machine"},
+		{Name: "verify-timeout", UserOnly: "it would let a target make the run wait longer on providers", Key: "secrets.verify-timeout", Type: Duration, Default: "10s", Commands: []string{CmdScan, CmdServe},
+			Help: "with --verify-secrets: the most one provider call may take; past it the finding is unknown (0: 10s)"},
+		{Name: "fail-on-live-only", Key: "fail-on-live-only", Type: Bool, Default: "false", Commands: []string{CmdScan},
+			Help: "with --verify-secrets: exit 1 only for live secrets at or above --fail-on; every other finding is still reported"},
 		{Name: "workers", Key: "workers", Type: Int, Default: "0", Commands: targetCommands,
 			Help: "files, layers and checks to work on at once (0: the number of CPUs)",
 			PerCommand: map[string]Override{

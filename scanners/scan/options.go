@@ -101,6 +101,10 @@ func OptionsFrom(v *config.Values) (Options, error) {
 	if v.Has("timeout") {
 		o.Timeout = v.Duration("timeout")
 	}
+	if v.Has("verify-secrets") {
+		o.VerifySecrets = v.Bool("verify-secrets")
+		o.VerifyTimeout = v.Duration("verify-timeout")
+	}
 	sourceOptionsFrom(v, &o)
 	if v.Has("spank-option") {
 		for _, s := range v.List("spank-option") {

@@ -46,6 +46,11 @@ const (
 	ExitError    = 2 // the run failed or a target could not be scanned in full
 )
 
+// EnvVerifyEndpoints is the variable a front end reads into
+// Options.VerifyEndpoints (verify.EnvEndpoints; named here so that the
+// sbatch build, which has no verifier, need not link it).
+const EnvVerifyEndpoints = "MLWARDEN_VERIFY_ENDPOINTS"
+
 // Options configures a Scanner: the resolved settings in library types.
 // OptionsFrom builds them from config.Values; zero fields take defaults.
 type Options struct {
@@ -122,6 +127,15 @@ type Options struct {
 	// HF configures hf: targets (endpoint, token, download limit); its
 	// Cache is the image cache unless set (Image.NoCache turns both off).
 	HF hfOptions
+	// VerifySecrets asks each secret finding's provider whether the
+	// credential works (--verify-secrets; docs/design/verification.md):
+	// one call per distinct secret, VerifyTimeout bounding each (0: 10s),
+	// the answers kept in the result cache for Cache.TTL. Without it no
+	// secret leaves the machine. VerifyEndpoints is MLWARDEN_VERIFY_ENDPOINTS
+	// (loopback base URLs, for tests; anything else is an error of New).
+	VerifySecrets   bool
+	VerifyTimeout   time.Duration
+	VerifyEndpoints string
 	// Spank lists the SPANK options the site's plugins add to sbatch.
 	Spank []slurm.OptionSpec
 	// Stdin is read for the target "-".
@@ -144,6 +158,7 @@ type Scanner struct {
 	rules    func() []scanners.Rule
 	baseline suppress.Baseline
 	secrets  *secrets.Scanner
+	verifier secretVerifier // nil unless Options.VerifySecrets
 	version  func() string
 	cache    resultCache // opened by New; nil when off
 	archives *archive.Expander
@@ -219,6 +234,10 @@ func New(o Options) (*Scanner, error) {
 	if o.HashComponents {
 		build += "\x00hash-components"
 	}
+	if o.VerifySecrets {
+		// A verdict or target result made with verification differs.
+		build += "\x00verify-secrets"
+	}
 	if s.secrets != nil && o.MaxArchiveDepth >= 0 {
 		// Archives are opened for the secrets check's sake (its rules say
 		// what was not scanned); every text check gets the members. The
@@ -236,12 +255,19 @@ func New(o Options) (*Scanner, error) {
 		catalog.Close(checks)
 		return nil, err
 	}
+	if err := s.openVerifier(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
 // Close releases what the checks hold between runs, and the cache.
 func (s *Scanner) Close() {
 	catalog.Close(s.checks)
+	if s.verifier != nil {
+		s.verifier.Close()
+	}
 	if s.cache != nil {
 		s.cache.Close()
 	}
@@ -375,11 +401,13 @@ func (s *Scanner) run(ctx context.Context, targets []Target) (*Result, []string)
 		}
 		res.Errors = append(res.Errors, scanners.Error{Message: msg})
 	}
+	s.verify(ctx, res)
 	for _, w := range s.suppressions(srcs).Apply(res) {
 		if s.o.Warn != nil {
 			s.o.Warn(w)
 		}
 	}
+	LiveFirst(res)
 	markTargetConfig(res, s.o.Config)
 	FilterSeverities(res, s.o.Severities)
 	out.Result = res
@@ -453,6 +481,41 @@ func ExitCode(res *scanners.Result, failOn *scanners.Severity) int {
 		return ExitError
 	case failOn != nil && res.Failed(*failOn):
 		return ExitFindings
+	}
+	return ExitOK
+}
+
+// LiveFirst moves the findings verified live to the front of res, keeping
+// the order of the rest: the credentials someone can use now are read
+// first in every report. (After suppression: the legacy fingerprints of
+// repeats are numbered in the dispatcher's order.)
+func LiveFirst(res *scanners.Result) {
+	slices.SortStableFunc(res.Findings, func(a, b scanners.Finding) int {
+		al, bl := a.Verification == scanners.VerificationLive, b.Verification == scanners.VerificationLive
+		switch {
+		case al && !bl:
+			return -1
+		case bl && !al:
+			return 1
+		}
+		return 0
+	})
+}
+
+// ExitCodeLive is ExitCode for --fail-on-live-only: 2 when anything could
+// not be scanned in full, 1 when an unsuppressed finding verified live is
+// at or above failOn (nil: never), else 0. Every other finding is still
+// in the report; it does not fail the run.
+func ExitCodeLive(res *scanners.Result, failOn *scanners.Severity) int {
+	if len(res.Errors) > 0 {
+		return ExitError
+	}
+	if failOn != nil {
+		for _, f := range res.Findings {
+			if f.Suppressed == "" && f.Verification == scanners.VerificationLive && f.Severity >= *failOn {
+				return ExitFindings
+			}
+		}
 	}
 	return ExitOK
 }

@@ -119,6 +119,12 @@ func (s *Scanner) openSources() error {
 			s.o.Image.NoCache = true // no directory for it (no $HOME): scans are cold
 		}
 	}
+	if s.o.VerifySecrets {
+		// Cached layer and Hub-file results keep no secret, so their
+		// findings could not be verified: with --verify-secrets layers
+		// and Hub files are scanned again (the answers are cached).
+		s.o.Image.NoCache = true
+	}
 	// Hub files share the image layers' cache (kind hub-file).
 	if s.o.HF.Cache == nil && !s.o.Image.NoCache {
 		s.o.HF.Cache = s.o.Image.Cache

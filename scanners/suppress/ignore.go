@@ -24,6 +24,11 @@ type Ignore struct {
 	Reason      string `yaml:"reason"`
 	// Expires (YYYY-MM-DD) is the last day the entry applies.
 	Expires string `yaml:"expires"`
+	// Unless, when "live", keeps the entry from applying to a finding
+	// whose credential the provider said works (--verify-secrets): a test
+	// token that is accepted, or a key someone forgot to revoke, fails the
+	// run again.
+	Unless string `yaml:"unless"`
 
 	line    int
 	expires time.Time
@@ -35,9 +40,9 @@ func (ig *Ignore) UnmarshalYAML(n *yaml.Node) error {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			switch k.Value {
-			case "rule", "path", "fingerprint", "reason", "expires":
+			case "rule", "path", "fingerprint", "reason", "expires", "unless":
 			default:
-				return fmt.Errorf("line %d: unknown key %q in an ignore entry (valid: rule, path, fingerprint, reason, expires)", k.Line, k.Value)
+				return fmt.Errorf("line %d: unknown key %q in an ignore entry (valid: rule, path, fingerprint, reason, expires, unless)", k.Line, k.Value)
 			}
 		}
 	}
@@ -59,6 +64,9 @@ func (ig *Ignore) UnmarshalYAML(n *yaml.Node) error {
 	}
 	if ig.Rule != "" && ig.Rule != "*" && !strings.Contains(ig.Rule, "/") {
 		return fmt.Errorf("line %d: ignore rule %q is not a rule ID (CHECK/NAME, CHECK/* or *)", n.Line, ig.Rule)
+	}
+	if ig.Unless != "" && ig.Unless != UnlessLive {
+		return fmt.Errorf("line %d: unless %q: the only condition is %q", n.Line, ig.Unless, UnlessLive)
 	}
 	if ig.Expires != "" {
 		t, err := time.Parse(time.DateOnly, ig.Expires)
@@ -85,7 +93,13 @@ func (ig Ignore) matchesAs(f scanners.Finding, fp string) bool {
 	return ig.Fingerprint != "" && ig.matches(f)
 }
 
+// UnlessLive is the one value of Ignore.Unless.
+const UnlessLive = "live"
+
 func (ig Ignore) matches(f scanners.Finding) bool {
+	if ig.Unless == UnlessLive && f.Verification == scanners.VerificationLive {
+		return false
+	}
 	if ig.Rule != "" && ig.Rule != "*" && ig.Rule != f.RuleID {
 		check, _, _ := strings.Cut(f.RuleID, "/")
 		if ig.Rule != check+"/*" {

@@ -29,6 +29,9 @@ func (a *app) pipeline(v *config.Values, adjust func(*scan.Options)) (*scan.Scan
 		return nil, usageError("%v", err)
 	}
 	o.Stdin, o.Version = a.stdin, a.build.Version+"\x00"+a.build.Commit
+	if o.VerifySecrets {
+		o.VerifyEndpoints, _ = a.lookupEnv(scan.EnvVerifyEndpoints) // loopback fakes, for tests
+	}
 	o.Warn = func(w string) { fmt.Fprintf(a.stderr, "mlwarden: warning: %s\n", reports.Escape(w)) }
 	if adjust != nil {
 		adjust(&o)

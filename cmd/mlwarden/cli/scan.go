@@ -97,6 +97,10 @@ func runScan(c *cobra.Command, a *app, args []string) (int, error) {
 	if findingsCode < 0 || findingsCode > 125 || findingsCode == ExitError {
 		return ExitError, usageError("--exit-code %d: want 0 to 125, and not 2 (a scan that was not complete)", findingsCode)
 	}
+	liveOnly := v.Bool("fail-on-live-only")
+	if liveOnly && !v.Bool("verify-secrets") {
+		return ExitError, usageError("%s: --fail-on-live-only needs --verify-secrets (no secret is known live without it)", v.Value("fail-on-live-only").Where)
+	}
 	quiet := v.Bool("quiet")
 	format := v.String("format")
 	var bar *termProgress
@@ -144,6 +148,9 @@ func runScan(c *cobra.Command, a *app, args []string) (int, error) {
 		return ExitError, fmt.Errorf("interrupted: %w", err)
 	}
 	code := scan.ExitCode(res.Result, v.Severity("fail-on"))
+	if liveOnly {
+		code = scan.ExitCodeLive(res.Result, v.Severity("fail-on"))
+	}
 	if code == ExitFindings {
 		code = findingsCode
 	}
