@@ -72,7 +72,7 @@ type htmlFinding struct {
 	// empty when nobody asked): live cards come first.
 	Verification string
 	Fails        bool
-	Items                                            []htmlItem
+	Items        []htmlItem
 	// BySeverity and ByPath are the card's places in the two orders the
 	// page offers (the script sorts by one of them).
 	BySeverity, ByPath int
@@ -92,7 +92,7 @@ func htmlCards(fs []scanners.Finding, card func(scanners.Finding) htmlFinding) [
 	type key struct {
 		target, rule, path, layer, commit, suppressed, verification string
 		line                                                        int
-		sev                                           scanners.Severity
+		sev                                                         scanners.Severity
 	}
 	var cards []htmlFinding
 	var sevs []scanners.Severity
