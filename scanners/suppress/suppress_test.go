@@ -267,3 +267,25 @@ func TestLegacySecretFingerprints(t *testing.T) {
 		t.Error("matched without the secret")
 	}
 }
+
+// TestUnlessLive: an entry with unless: live does not apply to a finding
+// the provider said works, and does to the others; any other condition is
+// an error.
+func TestUnlessLive(t *testing.T) {
+	ignores := parseIgnores(t, "ignore:\n  - rule: secrets/*\n    reason: test tokens\n    unless: live\n")
+	res := &scanners.Result{Findings: []scanners.Finding{
+		{RuleID: "secrets/huggingface-token", Path: "a", Verification: scanners.VerificationLive},
+		{RuleID: "secrets/huggingface-token", Path: "b", Verification: scanners.VerificationRevoked},
+		{RuleID: "secrets/huggingface-token", Path: "c"},
+	}}
+	(&Set{Ignores: ignores}).Apply(res)
+	if res.Findings[0].Suppressed != "" || res.Findings[1].Suppressed == "" || res.Findings[2].Suppressed == "" {
+		t.Errorf("suppressed %q %q %q", res.Findings[0].Suppressed, res.Findings[1].Suppressed, res.Findings[2].Suppressed)
+	}
+	var v struct {
+		Ignore []Ignore `yaml:"ignore"`
+	}
+	if err := yaml.Unmarshal([]byte("ignore:\n  - rule: '*'\n    reason: r\n    unless: revoked\n"), &v); err == nil || !strings.Contains(err.Error(), `the only condition is "live"`) {
+		t.Errorf("unless: revoked: %v", err)
+	}
+}
