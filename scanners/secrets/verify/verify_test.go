@@ -49,7 +49,9 @@ type fakeProvider struct {
 	deny func(w http.ResponseWriter)
 }
 
-func bearerIs(r *http.Request, tok string) bool { return r.Header.Get("Authorization") == "Bearer "+tok }
+func bearerIs(r *http.Request, tok string) bool {
+	return r.Header.Get("Authorization") == "Bearer "+tok
+}
 
 func basicIs(r *http.Request, user, pass string) bool {
 	u, p, ok := r.BasicAuth()
@@ -79,7 +81,7 @@ func fakes() []fakeProvider {
 				return r.Method == http.MethodPost && r.URL.Path == "/graphql" && basicIs(r, "api", c.Token) && strings.Contains(body, "viewer")
 			}, answer: `{"data":{"viewer":{"username":"bob","entity":"bob-team"}}}`, identity: "bob"},
 		{name: "openai", rule: "secrets/openai-api-key", cred: Credential{Token: fakeToken(6, "sk-proj-", 74, alnum) + "T3BlbkFJ" + fakeToken(7, "", 74, alnum)},
-			wrong: Credential{Token: fakeToken(8, "sk-proj-", 74, alnum) + "T3BlbkFJ" + fakeToken(9, "", 74, alnum)},
+			wrong:  Credential{Token: fakeToken(8, "sk-proj-", 74, alnum) + "T3BlbkFJ" + fakeToken(9, "", 74, alnum)},
 			accept: bearerGet("/v1/models"), answer: `{"object":"list","data":[]}`},
 		{name: "anthropic", rule: "secrets/anthropic-api-key", cred: Credential{Token: fakeToken(10, "sk-ant-api03-", 93, alnum) + "AA"},
 			wrong: Credential{Token: fakeToken(11, "sk-ant-api03-", 93, alnum) + "AA"},
@@ -90,7 +92,7 @@ func fakes() []fakeProvider {
 				http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, http.StatusUnauthorized)
 			}},
 		{name: "anthropic", rule: "secrets/anthropic-admin-api-key", cred: Credential{Token: fakeToken(12, "sk-ant-admin01-", 93, alnum) + "AA"},
-			wrong: Credential{Token: fakeToken(13, "sk-ant-admin01-", 93, alnum) + "AA"},
+			wrong:  Credential{Token: fakeToken(13, "sk-ant-admin01-", 93, alnum) + "AA"},
 			accept: get("/v1/organizations/me", func(r *http.Request, c Credential) bool { return r.Header.Get("X-Api-Key") == c.Token }),
 			answer: `{"id":"o1","type":"organization","name":"Acme ML"}`, identity: "Acme ML"},
 		{name: "replicate", rule: "secrets/replicate-api-token", cred: Credential{Token: fakeToken(14, "r8_", 37, alnum)}, wrong: Credential{Token: fakeToken(15, "r8_", 37, alnum)},
