@@ -10,7 +10,8 @@ import (
 // ClusterOption configures the misconfig check's reading of Kubernetes
 // manifests as a whole (misconfig.ClusterOption). The sbatch hook's build
 // (tag mlwarden_sbatch, see sbatch.go) leaves that reading out, and with it
-// the Kubernetes API types.
+// the Kubernetes API types, and the reading of GPU nodes' configuration
+// files (misconfig.NodeConfig), which a job script never is.
 type ClusterOption = misconfig.ClusterOption
 
 func newCluster(opts []ClusterOption) ([]scanners.Scanner, error) {
@@ -18,5 +19,5 @@ func newCluster(opts []ClusterOption) ([]scanners.Scanner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return one(cl), nil
+	return []scanners.Scanner{cl, misconfig.NewNodeConfig()}, nil
 }
