@@ -108,11 +108,28 @@ type Finding struct {
 	// (--verify-secrets): VerificationLive, VerificationRevoked or
 	// VerificationUnknown; empty when nobody asked.
 	Verification string `json:"verification,omitempty"`
+	// Vulnerability is, for a vulns finding, the advisory and the package
+	// it is about: what VEX statements are matched against.
+	Vulnerability *Vulnerability `json:"vulnerability,omitempty"`
+	// Justification is, for a finding suppressed by a VEX statement or by
+	// an ignore entry that gives one, the OpenVEX justification
+	// (component_not_present, vulnerable_code_not_present, …; "fixed" for
+	// a statement of status fixed).
+	Justification string `json:"justification,omitempty"`
 
 	// Secret, when set by a scanner, goes into the fingerprint in place of
 	// the evidence, through SecretKey (never as it is), and is never written
 	// anywhere.
 	Secret string `json:"-"`
+}
+
+// Vulnerability names what a vulns finding is about: the advisory (ID and
+// aliases) and the affected package as a package URL
+// (pkg:pypi/torch@2.5.1).
+type Vulnerability struct {
+	ID      string   `json:"id"`
+	Aliases []string `json:"aliases,omitempty"`
+	PURL    string   `json:"purl"`
 }
 
 // The values of Finding.Verification (part of the JSON report).

@@ -24,6 +24,10 @@ const (
 	CheckCUDA       = "cuda"
 	CheckMisconfig  = "misconfig"
 	CheckVulns      = "vulns"
+	// CheckPolicy names the findings of the user's CEL policies
+	// (scanners/policy): rule IDs policy/<name>. It is not a check of the
+	// catalog: policies run after the checks, on each target's result.
+	CheckPolicy = "policy"
 )
 
 // TargetKind says what a target is. The values are part of the JSON report.

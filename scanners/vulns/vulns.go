@@ -259,7 +259,21 @@ func (s *Scanner) finding(a *scanners.Artifact, p Package, adv *rules.Advisory, 
 	f := scanners.At(a, rule, p.Line, b.String())
 	f.Severity = severityOf(adv)
 	f.Evidence = clip(p.Name+" "+p.Raw, 120)
+	f.Vulnerability = &scanners.Vulnerability{ID: adv.ID, Aliases: slices.Clone(adv.Aliases), PURL: PURL(p)}
 	return f
+}
+
+// PURL is a package's package URL, what VEX statements name it by:
+// pkg:pypi/NAME@VERSION for PyPI, pkg:generic/nvidia/NAME@VERSION for the
+// NVIDIA stack (NAME as rules.Pkg* writes it: nvidia-container-toolkit,
+// gpu-operator, nvidia-driver, …), whose packages come from dpkg databases, image
+// tags and Helm values alike, so that no one ecosystem's type fits them.
+func PURL(p Package) string {
+	name := strings.ToLower(p.Name)
+	if p.Ecosystem == rules.EcosystemPyPI {
+		return "pkg:pypi/" + name + "@" + p.Version
+	}
+	return "pkg:generic/nvidia/" + name + "@" + p.Version
 }
 
 // otherFixes names the fixed versions of the advisory's other packages
