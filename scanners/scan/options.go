@@ -3,6 +3,8 @@ package scan
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mlwarden/mlwarden/scanners"
@@ -13,7 +15,7 @@ import (
 // Owners are the config file's sections that the pipeline's checks own,
 // decoded strictly when the file is read.
 func Owners() []config.Owner {
-	return []config.Owner{signaturesOwner()}
+	return []config.Owner{signaturesOwner(), policiesOwner()}
 }
 
 // Configure resolves the settings of command cmd: it finds the config file
@@ -115,11 +117,37 @@ func OptionsFrom(v *config.Values) (Options, error) {
 			o.Spank = append(o.Spank, spec)
 		}
 	}
+	if v.Has("policy") {
+		specs, err := policyFiles(v.List("policy"))
+		if err != nil {
+			return o, err
+		}
+		o.Policies = append(o.Policies, specs...)
+	}
+	if v.Has("vex") {
+		o.VEX = v.List("vex")
+		if val := v.Value("vex"); val.Source == config.FromConfig {
+			o.VEX = slices.Clone(o.VEX)
+			for i, p := range o.VEX {
+				if !filepath.IsAbs(p) {
+					o.VEX[i] = filepath.Join(v.File().Dir(), p)
+				}
+			}
+		}
+	}
 	if f := v.File(); f != nil {
 		var err error
 		if o.Signatures, err = signaturesPolicy(f); err != nil {
 			return o, err
 		}
+		// A scanned directory's own config may add policies to the
+		// user's --policy files, never take one away: policies only add
+		// findings (docs/policies.md).
+		specs, err := configPolicies(f)
+		if err != nil {
+			return o, err
+		}
+		o.Policies = append(o.Policies, specs...)
 	}
 	return o, nil
 }

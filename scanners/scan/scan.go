@@ -142,6 +142,12 @@ type Options struct {
 	Stdin io.Reader
 	// Version names the build, for the rules version that keys caches.
 	Version string
+	// Policies are the CEL policies evaluated on each target's result
+	// (--policy files, the config's policies section; scanners/policy).
+	Policies []PolicySpec
+	// VEX are OpenVEX or CycloneDX VEX documents whose statements suppress
+	// the vulns findings they cover (scanners/vex).
+	VEX []string
 	// Warn receives what a user should see but that is not a finding
 	// (an expired ignore entry); nil drops it.
 	Warn func(string)
@@ -162,6 +168,8 @@ type Scanner struct {
 	version  func() string
 	cache    resultCache // opened by New; nil when off
 	archives *archive.Expander
+	policies policySet
+	vex      vexSet
 }
 
 // New sets the pipeline up. A bad setting, a config path that does not
@@ -213,8 +221,16 @@ func New(o Options) (*Scanner, error) {
 			s.secrets = sec
 		}
 	}
+	var err error
+	if s.policies, err = compilePolicies(o.Policies); err != nil {
+		catalog.Close(checks)
+		return nil, err
+	}
+	if s.vex, err = loadVEX(o.VEX); err != nil {
+		catalog.Close(checks)
+		return nil, err
+	}
 	if o.Baseline != "" {
-		var err error
 		if s.baseline, err = suppress.ReadBaseline(o.Baseline); err != nil {
 			catalog.Close(checks)
 			return nil, err
@@ -273,12 +289,28 @@ func (s *Scanner) Close() {
 	}
 }
 
-// Rules lists the rules of the enabled checks, sorted by ID.
-func (s *Scanner) Rules() []scanners.Rule { return s.rules() }
+// Rules lists the rules of the enabled checks, sorted by ID, then those of
+// the policies.
+func (s *Scanner) Rules() []scanners.Rule {
+	if pr := policyRules(s.policies); len(pr) > 0 {
+		return append(slices.Clone(s.rules()), pr...)
+	}
+	return s.rules()
+}
 
 // Rule returns the rule of Rules() with ID id, without listing every
 // check's rules when the check describes one (scanners.RuleOf).
-func (s *Scanner) Rule(id string) (scanners.Rule, bool) { return scanners.RuleOf(s.checks, id) }
+func (s *Scanner) Rule(id string) (scanners.Rule, bool) {
+	if r, ok := scanners.RuleOf(s.checks, id); ok {
+		return r, true
+	}
+	for _, r := range policyRules(s.policies) {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return scanners.Rule{}, false
+}
 
 // Checks lists the enabled checks.
 func (s *Scanner) Checks() []string { return s.o.Checks }
@@ -402,10 +434,25 @@ func (s *Scanner) run(ctx context.Context, targets []Target) (*Result, []string)
 		res.Errors = append(res.Errors, scanners.Error{Message: msg})
 	}
 	s.verify(ctx, res)
-	for _, w := range s.suppressions(srcs).Apply(res) {
+	set := s.suppressions(srcs)
+	for _, w := range set.Apply(res) {
 		if s.o.Warn != nil {
 			s.o.Warn(w)
 		}
+	}
+	applyVEX(s.vex, res)
+	if found := evaluatePolicies(ctx, s.policies, res); len(found) > 0 {
+		// Policies judge the target once every other suppression is
+		// known (their input says which findings are suppressed); their
+		// own findings then go through the same set.
+		set.Apply(&scanners.Result{Findings: found})
+		res.Findings = append(res.Findings, found...)
+		order := make(map[string]int, len(res.Targets))
+		for i, t := range res.Targets {
+			order[t.Name] = i
+		}
+		scanners.SortFindings(res.Findings, order)
+		res.Summary = scanners.Summarize(res.Findings)
 	}
 	LiveFirst(res)
 	markTargetConfig(res, s.o.Config)
