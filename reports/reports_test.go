@@ -19,7 +19,8 @@ func sample() *scanners.Result {
 	res := &scanners.Result{
 		Version: scanners.ReportVersion,
 		Targets: []scanners.Target{
-			{Name: "fixtures/demo", Kind: scanners.KindDir},
+			{Name: "fixtures/demo", Kind: scanners.KindDir, Notes: []string{"scope: --since-commit main (" + strings.Repeat("c0", 20) + "): the 3 file(s) changed since that commit or untracked; deleted files are not findings, the rest of the directory was not scanned"},
+				VCS: &scanners.VCS{RepositoryURI: "https://git.example.com/team/demo.git", Revision: strings.Repeat("d1", 20), Branch: "feature", Scope: "since-commit " + strings.Repeat("c0", 20)}},
 			{Name: "registry:registry.example.com/team/trainer:1.0", Kind: scanners.KindImage, Digest: "sha256:" + strings.Repeat("ab", 32), Notes: []string{"platform linux/amd64"}},
 		},
 		Findings: []scanners.Finding{

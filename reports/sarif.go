@@ -136,6 +136,11 @@ func (s *sarifWriter) Write(w io.Writer, res *scanners.Result) error {
 		}
 		run.OriginalUriBaseIDs = map[string]*sarif.ArtifactLocation{sarifRoot: root}
 	}
+	for _, t := range res.Targets {
+		if v := t.VCS; v != nil && v.RepositoryURI != "" {
+			run.AddVersionControlProvenance(vcsDetails(t.Name, v))
+		}
+	}
 	cat := s.o.Category
 	if cat == "" {
 		cat = "mlwarden/"
@@ -152,6 +157,25 @@ func (s *sarifWriter) Write(w io.Writer, res *scanners.Result) error {
 	}
 	rep.AddRun(run)
 	return rep.PrettyWrite(w)
+}
+
+// vcsDetails is a target's versionControlProvenance: the repository, the
+// revision and branch scanned, and (as properties) the target and the
+// scope when the scan was not of the whole (--since-commit, --staged,
+// --new-only).
+func vcsDetails(target string, v *scanners.VCS) *sarif.VersionControlDetails {
+	d := sarif.NewVersionControlDetails().WithRepositoryURI(v.RepositoryURI)
+	if v.Revision != "" {
+		d.WithRevisionID(v.Revision)
+	}
+	if v.Branch != "" {
+		d.WithBranch(v.Branch)
+	}
+	d.Properties = sarif.Properties{"target": target}
+	if v.Scope != "" {
+		d.Properties["scope"] = v.Scope
+	}
+	return d
 }
 
 // severitiesOf lists the severities r's findings have, the rule's default
