@@ -177,6 +177,21 @@ func bearer(token string) http.Header {
 	return http.Header{"Authorization": {"Bearer " + token}, "Accept": {"application/json"}}
 }
 
+// ask sends a GET-like request and reads the answer as every provider
+// gives it (common); a working credential's account is the answer's JSON
+// string field name ("" for none).
+func ask(ctx context.Context, c *call, method, path string, h http.Header, name string) Answer {
+	r, err := c.do(ctx, method, path, h, "")
+	a, done := common(r, err)
+	if done || name == "" {
+		return a
+	}
+	var m map[string]any
+	decode(r, &m)
+	a.Identity, _ = m[name].(string)
+	return a
+}
+
 // decode reads a JSON answer into v; a body that does not parse leaves v
 // as it was.
 func decode(r *response, v any) { _ = json.Unmarshal(r.body, v) }
@@ -188,15 +203,7 @@ func decode(r *response, v any) { _ = json.Unmarshal(r.body, v) }
 // account ({"type": "user"|"org", "name": …}); 401 means the token is
 // invalid or revoked.
 func checkHuggingFace(ctx context.Context, c *call, cred Credential) Answer {
-	r, err := c.do(ctx, http.MethodGet, "/api/whoami-v2", bearer(cred.Token), "")
-	a, done := common(r, err)
-	if done {
-		return a
-	}
-	var who struct{ Name, Type string }
-	decode(r, &who)
-	a.Identity = who.Name
-	return a
+	return ask(ctx, c, http.MethodGet, "/api/whoami-v2", bearer(cred.Token), "name")
 }
 
 // wandbServerKey: a W&B Server key (local-…, vm-…) belongs to a
@@ -246,8 +253,7 @@ func checkWandb(ctx context.Context, c *call, cred Credential) Answer {
 // answer names no account.
 func bearerModels(path string) func(context.Context, *call, Credential) Answer {
 	return func(ctx context.Context, c *call, cred Credential) Answer {
-		a, _ := common(c.do(ctx, http.MethodGet, path, bearer(cred.Token), ""))
-		return a
+		return ask(ctx, c, http.MethodGet, path, bearer(cred.Token), "")
 	}
 }
 
@@ -261,8 +267,7 @@ func anthropicHeader(token string) http.Header {
 // (rate_limit_error) and 529 (overloaded_error, "Errors",
 // https://docs.anthropic.com/en/api/errors) say nothing.
 func checkAnthropic(ctx context.Context, c *call, cred Credential) Answer {
-	a, _ := common(c.do(ctx, http.MethodGet, "/v1/models", anthropicHeader(cred.Token), ""))
-	return a
+	return ask(ctx, c, http.MethodGet, "/v1/models", anthropicHeader(cred.Token), "")
 }
 
 // checkAnthropicAdmin: an Admin API key reads its organisation (GET
@@ -270,15 +275,7 @@ func checkAnthropic(ctx context.Context, c *call, cred Credential) Answer {
 // https://docs.anthropic.com/en/api/admin-api/organization/get-me), which
 // answers {"id", "type": "organization", "name"}; 401 as for other keys.
 func checkAnthropicAdmin(ctx context.Context, c *call, cred Credential) Answer {
-	r, err := c.do(ctx, http.MethodGet, "/v1/organizations/me", anthropicHeader(cred.Token), "")
-	a, done := common(r, err)
-	if done {
-		return a
-	}
-	var org struct{ Name string }
-	decode(r, &org)
-	a.Identity = org.Name
-	return a
+	return ask(ctx, c, http.MethodGet, "/v1/organizations/me", anthropicHeader(cred.Token), "name")
 }
 
 // checkReplicate: "Get the authenticated account" (GET /v1/account with
@@ -286,15 +283,7 @@ func checkAnthropicAdmin(ctx context.Context, c *call, cred Credential) Answer {
 // which answers {"type": "user"|"organization", "username", "name"}; 401
 // means the token is invalid.
 func checkReplicate(ctx context.Context, c *call, cred Credential) Answer {
-	r, err := c.do(ctx, http.MethodGet, "/v1/account", bearer(cred.Token), "")
-	a, done := common(r, err)
-	if done {
-		return a
-	}
-	var acct struct{ Username string }
-	decode(r, &acct)
-	a.Identity = acct.Username
-	return a
+	return ask(ctx, c, http.MethodGet, "/v1/account", bearer(cred.Token), "username")
 }
 
 // checkCohere: "Check API key" (POST /v1/check-api-key with the key as a
@@ -332,8 +321,7 @@ func checkCohere(ctx context.Context, c *call, cred Credential) Answer {
 func checkNGC(ctx context.Context, c *call, cred Credential) Answer {
 	h := http.Header{"Accept": {"application/json"},
 		"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("$oauthtoken:"+cred.Token))}}
-	a, _ := common(c.do(ctx, http.MethodGet, "/token?service=ngc", h, ""))
-	return a
+	return ask(ctx, c, http.MethodGet, "/token?service=ngc", h, "")
 }
 
 // checkGitHub: "Get the authenticated user" (GET /user,
