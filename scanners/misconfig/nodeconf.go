@@ -430,7 +430,7 @@ func (n *NodeConfig) FinishTarget(ctx context.Context, t scanners.Target) ([]sca
 	if st.Slurmish {
 		for _, p := range st.PAM {
 			at(p.site, "", 0, RuleSlurmSSHOutsideAllocation, RuleSlurmSSHOutsideAllocation.Severity, "no pam_slurm_adopt",
-				"sshd's account stack has no pam_slurm_adopt on a node whose target holds a Slurm configuration: an ssh login runs outside every job")
+				"sshd's account stack has no pam_slurm_adopt on a Slurm node (the target holds its Slurm configuration): an ssh login runs outside every job")
 		}
 	}
 	return out, nil
