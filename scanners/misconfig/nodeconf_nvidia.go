@@ -25,12 +25,8 @@ type modOption struct {
 // trailing backslash joins the next line, values may be double-quoted.
 // No Go library reads the format, hence this one.
 func parseModprobe(data []byte, opt func(modOption)) {
-	n := 0
-	var joined strings.Builder
-	start := 0
-	flush := func() {
-		s := strings.TrimSpace(joined.String())
-		joined.Reset()
+	joinedLines(data, func(start int, s string) {
+		s = strings.TrimSpace(s)
 		if strings.HasPrefix(s, "#") {
 			return
 		}
@@ -42,7 +38,12 @@ func parseModprobe(data []byte, opt func(modOption)) {
 			k, v, _ := strings.Cut(kv, "=")
 			opt(modOption{module: w[1], key: k, value: strings.Trim(v, `"`), line: start})
 		}
-	}
+	})
+}
+
+// eachLine calls fn with every line of data and its 1-based number.
+func eachLine(data []byte, fn func(n int, line string) bool) {
+	n := 0
 	for len(data) > 0 {
 		n++
 		var raw []byte
@@ -51,19 +52,33 @@ func parseModprobe(data []byte, opt func(modOption)) {
 		} else {
 			raw, data = data, nil
 		}
-		s := strings.TrimRight(string(raw), " \t\r")
+		if !fn(n, string(raw)) {
+			return
+		}
+	}
+}
+
+// joinedLines calls fn with every logical line of data (a trailing
+// backslash joins the next line, with a space) and the line it starts on.
+func joinedLines(data []byte, fn func(start int, text string)) {
+	var joined strings.Builder
+	start := 0
+	eachLine(data, func(n int, raw string) bool {
+		s := strings.TrimRight(raw, " \t\r")
 		if joined.Len() == 0 {
 			start = n
 		}
 		if strings.HasSuffix(s, `\`) {
 			joined.WriteString(s[:len(s)-1] + " ")
-			continue
+			return true
 		}
 		joined.WriteString(s)
-		flush()
-	}
+		fn(start, joined.String())
+		joined.Reset()
+		return true
+	})
 	if joined.Len() > 0 {
-		flush()
+		fn(start, joined.String())
 	}
 }
 
@@ -97,21 +112,13 @@ func quotedFields(s string) []string {
 
 // parseParams reads /proc/driver/nvidia/params: "Key: value" lines.
 func parseParams(data []byte, opt func(modOption)) {
-	n := 0
-	for len(data) > 0 {
-		n++
-		var raw []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			raw, data = data[:i], data[i+1:]
-		} else {
-			raw, data = data, nil
+	eachLine(data, func(n int, raw string) bool {
+		k, v, ok := strings.Cut(raw, ":")
+		if ok && strings.TrimSpace(k) != "" {
+			opt(modOption{key: strings.TrimSpace(k), value: strings.Trim(strings.TrimSpace(v), `"`), line: n})
 		}
-		k, v, ok := strings.Cut(string(raw), ":")
-		if !ok || strings.TrimSpace(k) == "" {
-			continue
-		}
-		opt(modOption{key: strings.TrimSpace(k), value: strings.Trim(strings.TrimSpace(v), `"`), line: n})
-	}
+		return true
+	})
 }
 
 // nvidiaModule reports whether a modprobe module name is the NVIDIA
@@ -191,25 +198,19 @@ func (r *nodeRun) toolkit(data []byte) {
 
 // tomlKeyLine is the line a top-level key is set on (0 when not found).
 func tomlKeyLine(data []byte, key string) int {
-	n := 0
-	for len(data) > 0 {
-		n++
-		var raw []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			raw, data = data[:i], data[i+1:]
-		} else {
-			raw, data = data, nil
-		}
-		s := strings.TrimSpace(string(raw))
+	at := 0
+	eachLine(data, func(n int, raw string) bool {
+		s := strings.TrimSpace(raw)
 		if strings.HasPrefix(s, "[") {
-			return 0 // past the top-level keys
+			return false // past the top-level keys
 		}
-		s = strings.Trim(strings.TrimSpace(strings.SplitN(s, "=", 2)[0]), `"'`)
-		if s == key {
-			return n
+		if strings.Trim(strings.TrimSpace(strings.SplitN(s, "=", 2)[0]), `"'`) == key {
+			at = n
+			return false
 		}
-	}
-	return 0
+		return true
+	})
+	return at
 }
 
 // cdi judges a CDI spec's containerEdits (the spec's own and each

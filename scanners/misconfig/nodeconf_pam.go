@@ -3,7 +3,6 @@
 package misconfig
 
 import (
-	"bytes"
 	"fmt"
 	"io/fs"
 	"path"
@@ -36,32 +35,9 @@ type pamInclude struct {
 
 // parsePAM reads one PAM file's module lines and includes.
 func parsePAM(data []byte, file string, entry func(pamEntry), include func(pamInclude)) {
-	n := 0
-	var joined strings.Builder
-	start := 0
-	for len(data) > 0 {
-		n++
-		var raw []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			raw, data = data[:i], data[i+1:]
-		} else {
-			raw, data = data, nil
-		}
-		s := strings.TrimRight(string(raw), " \t\r")
-		if joined.Len() == 0 {
-			start = n
-		}
-		if strings.HasSuffix(s, `\`) {
-			joined.WriteString(s[:len(s)-1] + " ")
-			continue
-		}
-		joined.WriteString(s)
-		pamLine(joined.String(), file, start, entry, include)
-		joined.Reset()
-	}
-	if joined.Len() > 0 {
-		pamLine(joined.String(), file, start, entry, include)
-	}
+	joinedLines(data, func(start int, text string) {
+		pamLine(text, file, start, entry, include)
+	})
 }
 
 func pamLine(s, file string, line int, entry func(pamEntry), include func(pamInclude)) {

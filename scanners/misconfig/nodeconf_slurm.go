@@ -3,11 +3,11 @@
 package misconfig
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/mlwarden/mlwarden/scanners"
@@ -99,11 +99,16 @@ func parseSlurm(data []byte, file string, line func(slurmLine), include func(arg
 			return
 		}
 		lineAt := func(off int) int {
-			n := first
-			for i := 1; i < len(starts) && starts[i] <= off; i++ {
-				n = first + i
+			// The last physical line starting at or before off (binary
+			// search: a hostile file joins a million lines into one).
+			i, found := slices.BinarySearch(starts, off)
+			if !found {
+				i--
 			}
-			return n
+			for i+1 < len(starts) && starts[i+1] == starts[i] {
+				i++ // empty continued lines start at the same offset
+			}
+			return first + max(i, 0)
 		}
 		if arg, ok := includeArg(text); ok {
 			include(arg, lineAt(0))
@@ -112,27 +117,20 @@ func parseSlurm(data []byte, file string, line func(slurmLine), include func(arg
 		}
 		starts = starts[:0]
 	}
-	n := 0
-	for len(data) > 0 {
-		n++
-		var raw []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			raw, data = data[:i], data[i+1:]
-		} else {
-			raw, data = data, nil
-		}
-		s := strings.TrimRight(stripSlurmComment(string(raw)), " \t\r")
+	eachLine(data, func(n int, raw string) bool {
+		s := strings.TrimRight(stripSlurmComment(raw), " \t\r")
 		if len(starts) == 0 {
 			first = n
 		}
 		starts = append(starts, buf.Len())
 		if strings.HasSuffix(s, `\`) {
 			buf.WriteString(s[:len(s)-1])
-			continue
+			return true
 		}
 		buf.WriteString(s)
 		flush()
-	}
+		return true
+	})
 	if len(starts) > 0 {
 		flush()
 	}

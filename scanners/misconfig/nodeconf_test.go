@@ -476,3 +476,19 @@ func FuzzModprobe(f *testing.F) {
 		parseParams(data, check)
 	})
 }
+
+// TestSlurmLongContinuation: a key's line in a logical line of many
+// physical lines is found quickly and right.
+func TestSlurmLongContinuation(t *testing.T) {
+	var b strings.Builder
+	const n = 200000
+	for i := range n {
+		fmt.Fprintf(&b, "K%d=v \\\n", i)
+	}
+	b.WriteString("\\\n\\\nLast=x\n")
+	var got slurmLine
+	parseSlurm([]byte(b.String()), "f", func(l slurmLine) { got = l }, func(string, int) {})
+	if len(got) != n+1 || got[0].line != 1 || got[n-1].line != n || got[n].key != "Last" || got[n].line != n+3 {
+		t.Fatalf("%d pairs, first at %d, last %+v", len(got), got[0].line, got[len(got)-1])
+	}
+}
