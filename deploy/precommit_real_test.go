@@ -104,6 +104,14 @@ func TestPreCommitReal(t *testing.T) {
 	if log, _ := run(proj, true, git, "log", "--oneline"); strings.Contains(log, "a token") {
 		t.Errorf("the commit landed: %s", log)
 	}
+	// Staged with a token, then edited clean in the work tree only: what
+	// would be committed is the index's copy, and it is refused.
+	os.WriteFile(filepath.Join(proj, "train.py"), []byte("import os\nTOKEN = \""+fakePAT(37)+"\"\n"), 0o644)
+	run(proj, true, git, "add", "train.py")
+	os.WriteFile(filepath.Join(proj, "train.py"), []byte("import os\nTOKEN = os.environ[\"GITHUB_TOKEN\"]\n"), 0o644)
+	if out, err := run(proj, false, git, "commit", "-m", "a token, hidden"); err == nil {
+		t.Fatalf("a commit staging a token edited clean in the work tree went through:\n%s", out)
+	}
 	// Cleaned: the same commit passes.
 	os.WriteFile(filepath.Join(proj, "train.py"), []byte("import os\nTOKEN = os.environ[\"GITHUB_TOKEN\"]\n"), 0o644)
 	run(proj, true, git, "add", "train.py")

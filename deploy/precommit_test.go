@@ -63,10 +63,10 @@ func TestPreCommitHook(t *testing.T) {
 		if h.ID == "" || h.Name == "" || h.Entry == "" || h.Language == "" {
 			t.Errorf("hook %+v: id, name, entry and language are required", h)
 		}
-		if h.PassFilenames == nil || !*h.PassFilenames {
-			t.Errorf("hook %s: pass_filenames must be true", h.ID)
+		if h.PassFilenames == nil || *h.PassFilenames {
+			t.Errorf("hook %s: pass_filenames must be false (--staged reads the index)", h.ID)
 		}
-		if !strings.HasPrefix(h.Entry, "mlwarden scan ") || !strings.Contains(h.Entry, "--fail-on high") {
+		if !strings.HasPrefix(h.Entry, "mlwarden scan --staged ") || !strings.Contains(h.Entry, "--fail-on high") || !strings.HasSuffix(h.Entry, " .") {
 			t.Errorf("hook %s: entry %q", h.ID, h.Entry)
 		}
 	}
@@ -85,17 +85,30 @@ func TestPreCommitHook(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		files map[string]string
+		// after are the work tree's files once staged: what the hook
+		// must not read.
+		after map[string]string
 		want  int
 	}{
 		{"fake token staged", map[string]string{
 			"train.py":      "import os\nTOKEN = \"" + fakePAT(18) + "\"\nprint(os.getcwd())\n",
 			"README.md":     "# a model\n",
 			"conf/run.yaml": "lr: 0.1\n",
-		}, 1},
+		}, nil, 1},
 		{"clean files staged", map[string]string{
 			"train.py":      "import os\nTOKEN = os.environ[\"GITHUB_TOKEN\"]\n",
 			"README.md":     "# a model\n",
 			"conf/run.yaml": "lr: 0.1\n",
+		}, nil, 0},
+		{"token staged, then edited clean in the work tree", map[string]string{
+			"train.py": "import os\nTOKEN = \"" + fakePAT(18) + "\"\n",
+		}, map[string]string{
+			"train.py": "import os\nTOKEN = os.environ[\"GITHUB_TOKEN\"]\n",
+		}, 1},
+		{"clean staged, token only in the work tree", map[string]string{
+			"train.py": "import os\nTOKEN = os.environ[\"GITHUB_TOKEN\"]\n",
+		}, map[string]string{
+			"train.py": "import os\nTOKEN = \"" + fakePAT(18) + "\"\n",
 		}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,9 +139,14 @@ func TestPreCommitHook(t *testing.T) {
 			if len(staged) != len(tc.files) {
 				t.Fatalf("staged %q", staged)
 			}
+			for name, content := range tc.after {
+				if err := os.WriteFile(filepath.Join(repo, filepath.FromSlash(name)), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for _, h := range hooks {
 				words := strings.Fields(h.Entry)
-				cmd := exec.Command(filepath.Join(bin, words[0]), append(words[1:], staged...)...)
+				cmd := exec.Command(filepath.Join(bin, words[0]), words[1:]...)
 				cmd.Dir = repo
 				cmd.Env = append(os.Environ(), "NO_COLOR=1", "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 				start := time.Now()
