@@ -113,7 +113,9 @@ func (d *Dispatcher) Run(ctx context.Context, sources ...Source) *Result {
 		res.Targets = append(res.Targets, t)
 		order[t.Name] = i
 	}
-	for i, src := range sources {
+	// A Fanout source's further sources join the list as it finishes.
+	for i := 0; i < len(sources); i++ {
+		src := sources[i]
 		s := &sink{d: d, sem: make(chan struct{}, d.workers), comps: &components{}}
 		if !d.skip.Empty() {
 			s.skip = &skipped{Skip: d.skip}
@@ -139,6 +141,17 @@ func (d *Dispatcher) Run(ctx context.Context, sources ...Source) *Result {
 		res.Findings = append(res.Findings, s.findings...)
 		res.Errors = append(res.Errors, s.errs...)
 		res.Components = append(res.Components, s.comps.sorted(res.Targets[i].Name)...)
+		if f, ok := src.(Fanout); ok && s.ctx.Err() == nil {
+			for _, m := range f.More() {
+				t := m.Target()
+				if _, dup := order[t.Name]; dup {
+					continue
+				}
+				order[t.Name] = len(sources)
+				res.Targets = append(res.Targets, t)
+				sources = append(sources, m)
+			}
+		}
 	}
 	FingerprintAll(res.Findings, d.workers)
 	SortFindings(res.Findings, order)

@@ -45,6 +45,10 @@ const (
 	// Its artifacts have an FS (the repository's tree, read in ranges), as
 	// a directory's have.
 	KindHub TargetKind = "hub"
+	// KindCluster is what a Kubernetes cluster holds now (k8s:CONTEXT[/NAMESPACE],
+	// read through its API): each object is a YAML artifact named
+	// NAMESPACE/KIND/NAME.yaml. The images it runs are targets of their own.
+	KindCluster TargetKind = "cluster"
 )
 
 // Target describes one scanned target in the report.
@@ -164,6 +168,16 @@ type Source interface {
 	// when the target as a whole could not be read; a single file that could
 	// not be read goes to sink.Error and the walk goes on.
 	Walk(ctx context.Context, sink Sink) error
+}
+
+// Fanout is a source that finds, while it walks, more targets to scan (a
+// k8s: target: the images the cluster runs, each once). The dispatcher
+// asks More once the walk is over and walks each source it returns after
+// the others, as a target of its own; a name already among the run's
+// targets is not walked again. The fanout source closes them (io.Closer).
+type Fanout interface {
+	Source
+	More() []Source
 }
 
 // Sink receives a source's artifacts. Its methods are safe to call from

@@ -100,7 +100,7 @@ func Find(explicit string, targets []string, noTarget bool, owners ...Owner) (*F
 	if !noTarget {
 		for _, t := range targets {
 			if scheme, _, ok := strings.Cut(t, ":"); ok && slices.Contains(notDirSchemes, scheme) {
-				continue // an image, a repository's history, a hub repository, a file: never their config
+				continue // an image, a repository's history, a hub repository, a cluster, a file: never their config
 			}
 			dir := strings.TrimPrefix(t, "dir:")
 			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -121,7 +121,7 @@ func Find(explicit string, targets []string, noTarget bool, owners ...Owner) (*F
 // notDirSchemes are the target schemes (source.Schemes) that are not a
 // directory on disk: their .mlwarden.yaml, if they have one, is the
 // scanned thing's, never the user's.
-var notDirSchemes = []string{"registry", "oci", "docker-archive", "git", "hf", "file"}
+var notDirSchemes = []string{"registry", "oci", "docker-archive", "git", "hf", "k8s", "file"}
 
 // findIn reads dir's .mlwarden.yaml through an os.Root: a symlink that
 // leaves dir is an error, never followed.

@@ -279,6 +279,8 @@ func All() []Setting {
 			Help: "the longest one wait on a registry or the Hub may get nothing (connect, TLS, headers, a body read; a body sending under 1 KiB in that much waiting fails too); the first such timeout ends the target's use of the network, unretried, so a server that never answers ends the target (exit 2) within twice this (0: no bound)"},
 		{Name: "hf-endpoint", UserOnly: "it would choose where the Hub token is sent", Key: "hf.endpoint", Type: String, Commands: []string{CmdScan, CmdCUDA},
 			Help: "Hugging Face Hub URL for hf: targets, a mirror or proxy (default: $HF_ENDPOINT, else https://huggingface.co); the token comes from HF_TOKEN or the file 'hf auth login' writes, never from a flag"},
+		{Name: "kubeconfig", UserOnly: "it would choose which cluster's credentials are used and where they are sent", Key: "kubeconfig", Type: Path, Commands: []string{CmdScan},
+			Help: "kubeconfig for k8s:[CONTEXT][/NAMESPACE] targets (default: $KUBECONFIG, then ~/.kube/config, then the pod's service account); the scan only gets and lists (the chart's read-only ClusterRole is enough)"},
 
 		// The cuda check.
 		{Name: "host", Key: "cuda.host", Type: Path, Commands: []string{CmdScan, CmdCUDA},

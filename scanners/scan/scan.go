@@ -136,6 +136,10 @@ type Options struct {
 	VerifySecrets   bool
 	VerifyTimeout   time.Duration
 	VerifyEndpoints string
+	// K8s configures k8s: targets (the kubeconfig; their images are
+	// opened with Image). The type is k8s.Options (a stand-in in
+	// mlwarden-sbatch).
+	K8s k8sOptions
 	// Spank lists the SPANK options the site's plugins add to sbatch.
 	Spank []slurm.OptionSpec
 	// Stdin is read for the target "-".

@@ -17,6 +17,7 @@ import (
 	"github.com/mlwarden/mlwarden/scanners/source"
 	"github.com/mlwarden/mlwarden/scanners/source/hf"
 	"github.com/mlwarden/mlwarden/scanners/source/image"
+	"github.com/mlwarden/mlwarden/scanners/source/k8s"
 )
 
 // The targets a user names — paths, images, repositories, Hub models — and
@@ -28,6 +29,7 @@ type (
 	imageOptions  = image.Options
 	gitOptions    = source.GitOptions
 	hfOptions     = hf.Options
+	k8sOptions    = k8s.Options
 	authenticator = authn.Authenticator
 	resultCache   = *cache.Cache
 )
@@ -77,6 +79,7 @@ func sourceOptionsFrom(v *config.Values, o *Options) {
 		o.HF.DownloadLimit, o.Image.DownloadLimit = n, n
 	}
 	o.HF.Endpoint = str("hf-endpoint")
+	o.K8s.Kubeconfig = str("kubeconfig")
 	if v.Has("network-timeout") {
 		d := v.Duration("network-timeout")
 		if d == 0 {
@@ -148,7 +151,7 @@ func (s *Scanner) Cache() *cache.Cache { return s.o.Image.Cache }
 // open opens one target's source with the pipeline's options.
 func (s *Scanner) open(ctx context.Context, t Target) (scanners.Source, error) {
 	o := source.Options{MaxFileSize: s.o.MaxFileSize, Workers: s.o.Workers, Image: s.o.Image, Git: s.o.Git, HF: s.o.HF,
-		Scope: source.Scope{Since: s.o.SinceCommit, Staged: s.o.Staged}}
+		Scope: source.Scope{Since: s.o.SinceCommit, Staged: s.o.Staged}, K8s: s.o.K8s}
 	if t.base != "" {
 		o.Scope = source.Scope{At: t.base}
 	}

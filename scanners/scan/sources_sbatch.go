@@ -26,6 +26,8 @@ type (
 	gitOptions struct{}
 	// hfOptions stands for hf.Options.
 	hfOptions struct{}
+	// k8sOptions stands for k8s.Options.
+	k8sOptions struct{}
 	// authenticator stands for authn.Authenticator.
 	authenticator any
 	resultCache   = *noCache

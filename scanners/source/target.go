@@ -15,6 +15,7 @@ import (
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/source/hf"
 	"github.com/mlwarden/mlwarden/scanners/source/image"
+	"github.com/mlwarden/mlwarden/scanners/source/k8s"
 )
 
 // Options configures every kind of source.
@@ -31,14 +32,17 @@ type Options struct {
 	// Scope narrows git: targets and directories in a work tree to a
 	// change (--since-commit, --staged, the base of --new-only).
 	Scope Scope
+	// K8s configures k8s: targets (the kubeconfig); their images are
+	// opened with Image.
+	K8s k8s.Options
 }
 
 // Schemes are the target prefixes Open understands, as in syft and grype.
-var Schemes = []string{"registry", "oci", "docker-archive", "git", "hf", "dir", "file"}
+var Schemes = []string{"registry", "oci", "docker-archive", "git", "hf", "k8s", "dir", "file"}
 
 // Open turns one target argument into a source: a path, or a scheme-prefixed
 // reference (registry:REF, oci:DIR, docker-archive:FILE, git:URL-or-PATH,
-// hf:ORG/NAME[@REVISION], dir:PATH, file:PATH). A path inside a Hugging
+// hf:ORG/NAME[@REVISION], k8s:[CONTEXT][/NAMESPACE], dir:PATH, file:PATH). A path inside a Hugging
 // Face cache (a snapshot, a repository's folder, a cache root) is scanned
 // as the repository at the snapshot's commit (hf.OpenCache). A bare
 // argument that is not an existing path and parses as an image reference
@@ -71,6 +75,10 @@ func Open(ctx context.Context, target string, o Options) (scanners.Source, error
 				return nil, fmt.Errorf("target %q: nothing after \"hf:\" (hf:ORG/NAME[@REVISION])", target)
 			}
 			return hf.Open(ctx, rest, o.HF)
+		case k8s.Scheme:
+			ko := o.K8s
+			ko.Image = o.Image
+			return k8s.Open(ctx, rest, ko)
 		case "dir", "file":
 			return openPath(rest, o)
 		}
