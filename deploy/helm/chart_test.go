@@ -28,12 +28,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/mlwarden/mlwarden/internal/integration"
 	"github.com/mlwarden/mlwarden/scanners/scan"
+	"github.com/mlwarden/mlwarden/scanners/source/k8s"
 	"github.com/mlwarden/mlwarden/server"
 )
 
@@ -111,7 +113,11 @@ type manifests struct {
 	certificate    *cmv1.Certificate
 	issuer         *cmv1.Issuer
 	serviceMonitor *monv1.ServiceMonitor
-	raw            [][]byte // each document as JSON
+	// The read-only identity of k8s: scans (k8sReader.enabled).
+	readerSA           *corev1.ServiceAccount
+	clusterRole        *rbacv1.ClusterRole
+	clusterRoleBinding *rbacv1.ClusterRoleBinding
+	raw                [][]byte // each document as JSON
 }
 
 // decode splits helm's output into documents and decodes each strictly
@@ -153,8 +159,19 @@ func decode(t *testing.T, out []byte) manifests {
 			m.configMap = &corev1.ConfigMap{}
 			into = m.configMap
 		case "v1 ServiceAccount":
-			m.serviceAccount = &corev1.ServiceAccount{}
-			into = m.serviceAccount
+			sa := &corev1.ServiceAccount{}
+			if strings.HasSuffix(nameOf(j), "-k8s-reader") {
+				m.readerSA = sa
+			} else {
+				m.serviceAccount = sa
+			}
+			into = sa
+		case "rbac.authorization.k8s.io/v1 ClusterRole":
+			m.clusterRole = &rbacv1.ClusterRole{}
+			into = m.clusterRole
+		case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
+			m.clusterRoleBinding = &rbacv1.ClusterRoleBinding{}
+			into = m.clusterRoleBinding
 		case "policy/v1 PodDisruptionBudget":
 			m.pdb = &policyv1.PodDisruptionBudget{}
 			into = m.pdb
@@ -603,5 +620,64 @@ func TestChartHarborAndAllowList(t *testing.T) {
 		if want := tc.secret != ""; mounted != want || vol != want {
 			t.Errorf("%v: harbor secret mounted %v, volume %v, want %v", tc.args, mounted, vol, want)
 		}
+	}
+}
+
+// nameOf is a rendered document's metadata.name.
+func nameOf(j []byte) string {
+	var o struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	json.Unmarshal(j, &o)
+	return o.Metadata.Name
+}
+
+// TestChartK8sReader: k8sReader.enabled renders a ServiceAccount, a
+// ClusterRole granting get, list and watch on exactly what a k8s: target
+// reads (k8s.ReadRules, which the live-cluster test proves enough), and
+// the binding of one to the other; off by default.
+func TestChartK8sReader(t *testing.T) {
+	out, err := render(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := decode(t, out); m.clusterRole != nil || m.clusterRoleBinding != nil || m.readerSA != nil {
+		t.Fatal("the k8s reader is rendered by default")
+	}
+	out, err = render(t, "-f", filepath.Join(chart, "ci", "all-options-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := decode(t, out)
+	if m.clusterRole == nil || m.clusterRoleBinding == nil || m.readerSA == nil {
+		t.Fatal("k8sReader.enabled: no ClusterRole, ClusterRoleBinding or ServiceAccount")
+	}
+	type grant struct{ group, resource, verb string }
+	set := func(rules []rbacv1.PolicyRule) []grant {
+		var g []grant
+		for _, r := range rules {
+			if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
+				t.Errorf("rule %+v: want whole resources only", r)
+			}
+			for _, gr := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						g = append(g, grant{gr, res, v})
+					}
+				}
+			}
+		}
+		slices.SortFunc(g, func(a, b grant) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+		return g
+	}
+	if got, want := set(m.clusterRole.Rules), set(k8s.ReadRules()); !slices.Equal(got, want) {
+		t.Errorf("ClusterRole grants\n%v\nwant exactly\n%v", got, want)
+	}
+	b := m.clusterRoleBinding
+	if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != m.clusterRole.Name || len(b.Subjects) != 1 ||
+		b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != m.readerSA.Name || b.Subjects[0].Namespace != namespace {
+		t.Errorf("binding %+v does not bind %s to service account %s/%s", b, m.clusterRole.Name, namespace, m.readerSA.Name)
 	}
 }
