@@ -61,7 +61,7 @@ mlwarden_kube_build() {
 	start=$(date +%s)
 	# GOWORK=off and GOFLAGS= : the module builds on its own, whatever the
 	# caller's environment says.
-	(cd "$mod" && GOWORK=off GOFLAGS= go build -trimpath \
+	(cd "$mod" && GOWORK=off GOFLAGS='' go build -trimpath \
 		-ldflags "-s -w -X k8s.io/component-base/version.gitVersion=v1.34.4 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34" \
 		-o "$bin.tmp.$$" .) || { rm -f "$bin.tmp.$$"; echo "kube.sh: build failed" >&2; return 1; }
 	mv "$bin.tmp.$$" "$bin"
@@ -136,7 +136,7 @@ mlwarden_kube_start() {
 		--service-account-key-file "$dir/sa.key" --service-account-signing-key-file "$dir/sa.key" \
 		--service-account-issuer https://kubernetes.default.svc \
 		--service-cluster-ip-range 10.0.0.0/24 \
-		--feature-gates ImageVolume=true \
+		--feature-gates ImageVolume=true --allow-privileged=true \
 		--enable-priority-and-fairness=false \
 		>"$dir/apiserver.log" 2>&1 &
 	apipid=$!
