@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mlwarden/mlwarden/rules"
 	"github.com/mlwarden/mlwarden/scanners"
@@ -109,7 +110,8 @@ func (c *Cluster) Check() string { return scanners.CheckMisconfig }
 // Rules implements scanners.Scanner.
 func (c *Cluster) Rules() []scanners.Rule {
 	return []scanners.Rule{RuleGPUHostNamespace, RuleGPUHostPath, RuleGPUNamespaceNoDefaultDeny, RuleGPUNamespaceNoQuota,
-		RuleGPUNamespaceShared, RuleGPUTimeSlicingShared, RuleMIGStrategyMismatch, RuleMIGLayoutInvalid, RuleMIGProfileUnknown, RuleNotScanned}
+		RuleGPUNamespaceShared, RuleGPUTimeSlicingShared, RuleMIGStrategyMismatch, RuleMIGLayoutInvalid, RuleMIGProfileUnknown,
+		RuleGPUClaimAdminAccess, RuleGPUNamespacePodSecurity, RuleGPUNamespaceNoLimitRange, RuleGPUNamespaceRBACCrossesTenants, RuleNotScanned}
 }
 
 // Wants implements scanners.Scanner: YAML and JSON files.
@@ -234,6 +236,30 @@ func (r *clusterRun) object(n *yaml.Node, offset, depth int) {
 		var o corev1.Namespace
 		if decodeNode(n, &o) {
 			r.facts.addNamespace(o.Name, o.Labels)
+			r.facts.addNamespaceSite(o.Name, r.place(line))
+		}
+	case "LimitRange":
+		var o corev1.LimitRange
+		if decodeNode(n, &o) {
+			r.facts.addLimitRange(o.Namespace)
+		}
+	case "DeviceClass":
+		r.facts.addClass(scalarOf(get(get(n, "metadata"), "name")), selectsNVIDIA(n))
+	case "ResourceClaim", "ResourceClaimTemplate":
+		r.draClaim(kind, n, offset, line)
+	case "Role", "ClusterRole":
+		var o rbacv1.ClusterRole // a Role's fields are a subset
+		if decodeNode(n, &o) {
+			key := "ClusterRole/" + o.Name
+			if kind == "Role" {
+				key = "Role/" + o.Namespace + "/" + o.Name
+			}
+			r.facts.addRole(key, judgeRules(o.Rules))
+		}
+	case "ClusterRoleBinding":
+		var o rbacv1.ClusterRoleBinding
+		if decodeNode(n, &o) {
+			r.facts.addBinding(bindingFact{Cluster: true, Name: o.Name, RoleRef: o.RoleRef, Subjects: o.Subjects, place: r.place(line)})
 		}
 	case "NetworkPolicy":
 		var o networkingv1.NetworkPolicy
@@ -244,6 +270,7 @@ func (r *clusterRun) object(n *yaml.Node, offset, depth int) {
 		var o corev1.ResourceQuota
 		if decodeNode(n, &o) {
 			r.facts.addQuota(o.Namespace, gpuQuota(o.Spec.Hard))
+			r.facts.addQuotaClasses(o.Namespace, quotaClasses(o.Spec.Hard))
 		}
 	case "RoleBinding":
 		var o rbacv1.RoleBinding
@@ -254,6 +281,7 @@ func (r *clusterRun) object(n *yaml.Node, offset, depth int) {
 				}
 			}
 			r.facts.manage(o.Namespace)
+			r.facts.addBinding(bindingFact{Namespace: o.Namespace, Name: o.Name, RoleRef: o.RoleRef, Subjects: o.Subjects, place: r.place(line)})
 		}
 	case "ServiceAccount":
 		var o corev1.ServiceAccount
@@ -292,43 +320,49 @@ func scalarOf(n *yaml.Node) string {
 
 // podSpec decodes the pod template of a workload kind.
 func podSpec(kind string, n *yaml.Node) (metaOf, *corev1.PodSpec, bool) {
-	var m metaOf
-	var spec *corev1.PodSpec
-	ok := false
+	var (
+		meta *metav1.ObjectMeta
+		tmpl *corev1.PodTemplateSpec
+		spec *corev1.PodSpec
+		ok   bool
+	)
 	switch kind {
 	case "Pod":
 		var o corev1.Pod
-		ok, m, spec = decodeNode(n, &o), metaOf{o.Namespace, o.Name, o.Spec.NodeSelector}, &o.Spec
+		ok, meta, spec = decodeNode(n, &o), &o.ObjectMeta, &o.Spec
 	case "Deployment":
 		var o appsv1.Deployment
-		ok, m, spec = decodeNode(n, &o), metaOf{o.Namespace, o.Name, o.Spec.Template.Spec.NodeSelector}, &o.Spec.Template.Spec
+		ok, meta, tmpl = decodeNode(n, &o), &o.ObjectMeta, &o.Spec.Template
 	case "StatefulSet":
 		var o appsv1.StatefulSet
-		ok, m, spec = decodeNode(n, &o), metaOf{o.Namespace, o.Name, o.Spec.Template.Spec.NodeSelector}, &o.Spec.Template.Spec
+		ok, meta, tmpl = decodeNode(n, &o), &o.ObjectMeta, &o.Spec.Template
 	case "DaemonSet":
 		var o appsv1.DaemonSet
-		ok, m, spec = decodeNode(n, &o), metaOf{o.Namespace, o.Name, o.Spec.Template.Spec.NodeSelector}, &o.Spec.Template.Spec
+		ok, meta, tmpl = decodeNode(n, &o), &o.ObjectMeta, &o.Spec.Template
 	case "ReplicaSet":
 		var o appsv1.ReplicaSet
-		ok, m, spec = decodeNode(n, &o), metaOf{o.Namespace, o.Name, o.Spec.Template.Spec.NodeSelector}, &o.Spec.Template.Spec
+		ok, meta, tmpl = decodeNode(n, &o), &o.ObjectMeta, &o.Spec.Template
 	case "Job":
 		var o batchv1.Job
-		ok, m, spec = decodeNode(n, &o), metaOf{o.Namespace, o.Name, o.Spec.Template.Spec.NodeSelector}, &o.Spec.Template.Spec
+		ok, meta, tmpl = decodeNode(n, &o), &o.ObjectMeta, &o.Spec.Template
 	case "CronJob":
 		var o batchv1.CronJob
-		t := &o.Spec.JobTemplate.Spec.Template.Spec
-		ok = decodeNode(n, &o)
-		m, spec = metaOf{o.Namespace, o.Name, t.NodeSelector}, t
+		ok, meta, tmpl = decodeNode(n, &o), &o.ObjectMeta, &o.Spec.JobTemplate.Spec.Template
 	default:
 		return metaOf{}, nil, false
 	}
-	return m, spec, ok
+	var template map[string]string
+	if tmpl != nil {
+		spec, template = &tmpl.Spec, tmpl.Labels
+	}
+	return metaOf{meta.Namespace, meta.Name, spec.NodeSelector, operatorOwn(*meta, template), operatorDeployment(kind, *meta)}, spec, ok
 }
 
 // metaOf is what the namespace judgement needs of a workload.
 type metaOf struct {
 	namespace, name string
 	nodeSelector    map[string]string
+	own, operator   bool // the GPU Operator's own workload; the operator itself
 }
 
 // fieldLine finds the line of key (with the given scalar value, when not
@@ -363,15 +397,31 @@ func fieldLine(n *yaml.Node, key, value string, def int) int {
 // workload judges a pod template and keeps what the namespace needs.
 func (r *clusterRun) workload(kind string, m metaOf, spec *corev1.PodSpec, n *yaml.Node, offset, line int) {
 	gpus := GPUResources(spec)
+	claims := podClaims(spec)
 	who := kind + " " + m.name
-	for _, p := range GPUPodIsolation(spec) {
+	// A pod whose GPUs come from DRA claims is judged once the target's
+	// claims and device classes are known (FinishTarget).
+	var pending []pendingProblem
+	problems := GPUPodIsolation(spec)
+	if len(gpus) == 0 && len(claims) > 0 {
+		problems = GPUPodIsolationAs(spec, []string{"DRA resource claims (" + strings.Join(DRAClaims(spec), ", ") + ")"})
+	}
+	for _, p := range problems {
 		key, val := p.Field, ""
 		if strings.HasPrefix(key, "hostPath ") {
 			key, val = "path", strings.TrimPrefix(key, "hostPath ")
 		} else {
 			key, _, _ = strings.Cut(key, ":")
 		}
-		r.add(p.Rule, fieldLine(n, key, val, line-offset)+offset, p.Field, who+": "+p.Message)
+		at := fieldLine(n, key, val, line-offset) + offset
+		if len(gpus) == 0 {
+			pending = append(pending, pendingProblem{Rule: p.Rule.ID, Line: at, Evidence: p.Field, Message: who + ": " + p.Message})
+			continue
+		}
+		r.add(p.Rule, at, p.Field, who+": "+p.Message)
+	}
+	if m.operator {
+		r.facts.addOperator(m.namespace)
 	}
 	product := m.nodeSelector["nvidia.com/gpu.product"]
 	for _, g := range gpus {
@@ -382,9 +432,6 @@ func (r *clusterRun) workload(kind string, m metaOf, spec *corev1.PodSpec, n *ya
 			r.add(RuleMIGProfileUnknown, fieldLine(n, g, "", line-offset)+offset, g, who+": "+msg+". Fix: "+RuleMIGProfileUnknown.Fix)
 		}
 	}
-	if len(gpus) == 0 {
-		return
-	}
 	sa := spec.ServiceAccountName
 	if sa == "" {
 		sa = spec.DeprecatedServiceAccount
@@ -393,7 +440,7 @@ func (r *clusterRun) workload(kind string, m metaOf, spec *corev1.PodSpec, n *ya
 		sa = "default"
 	}
 	r.facts.addWorkload(workloadFact{namespace: m.namespace, who: who, path: r.a.Path, line: line, layer: r.a.Layer,
-		commit: r.a.Commit, sa: sa, gpus: gpus, product: product, note: r.a.Note})
+		commit: r.a.Commit, sa: sa, gpus: gpus, product: product, note: r.a.Note, claims: claims, pending: pending, own: m.own})
 }
 
 // defaultDeny reports whether a NetworkPolicy denies all ingress to every
@@ -460,7 +507,60 @@ func (r *clusterRun) configMap(n *yaml.Node, offset int) {
 		if v.Style == yaml.LiteralStyle || v.Style == yaml.FoldedStyle {
 			inner = v.Line + offset
 		}
-		r.stream([]byte(v.Value), inner)
+		if v.Style == yaml.LiteralStyle || v.Style == yaml.FoldedStyle {
+			r.stream([]byte(v.Value), inner)
+			continue
+		}
+		// A quoted or plain scalar's lines are not the file's ("\n"
+		// escapes): what it holds is reported at the scalar's line.
+		sub := &clusterRun{c: r.c, a: r.a, facts: &clusterState{}}
+		sub.stream([]byte(v.Value), inner)
+		sub.flatten(v.Line + offset)
+		r.out = append(r.out, sub.out...)
+		r.facts.merge(sub.facts)
+	}
+}
+
+// flatten puts every finding and fact of the run at line.
+func (r *clusterRun) flatten(line int) {
+	for i := range r.out {
+		r.out[i].Line = line
+	}
+	f := r.facts
+	for i := range f.slicing {
+		f.slicing[i].line = line
+	}
+	for i := range f.strategy {
+		f.strategy[i].line = line
+	}
+	for i := range f.workloads {
+		f.workloads[i].line = line
+		for j := range f.workloads[i].pending {
+			f.workloads[i].pending[j].Line = line
+		}
+	}
+	for k, v := range f.foreign {
+		for i := range v {
+			v[i].line = line
+		}
+		f.foreign[k] = v
+	}
+	for i := range f.t.Admin {
+		f.t.Admin[i].Line = line
+	}
+	for i := range f.t.Bindings {
+		f.t.Bindings[i].Line = line
+	}
+	for k, c := range f.t.Claims {
+		c.Line = line
+		for i := range c.Sharing {
+			c.Sharing[i].Line = line
+		}
+		f.t.Claims[k] = c
+	}
+	for k, p := range f.t.NSSite {
+		p.Line = line
+		f.t.NSSite[k] = p
 	}
 }
 

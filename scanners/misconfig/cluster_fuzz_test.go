@@ -23,6 +23,10 @@ func FuzzCluster(f *testing.F) {
 	f.Add("pod.json", `{"kind": "Pod", "spec": {"hostNetwork": true, "volumes": [{"name": "s", "hostPath": {"path": "/var/run"}}], "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/mig-9g.1gb": "1"}}}]}}`)
 	f.Add("a.yaml", "a: &x [*x]\nkind: *x\n")
 	f.Add("s.yaml", "mig: {strategy: single}\nflags: {migStrategy: mixed}\n")
+	f.Add("cm.yaml", "kind: ConfigMap\ndata:\n 00: \"mig-configs:\\n 00:\\n  - {mig-enabled: true, mig-devices: {0000000: 1}}#0\"")
+	f.Add("dra.yaml", nsLive+"---\n"+gpuTemplate+"---\n"+draPod+"---\n"+generatedClaim+"---\n"+sharedClaim("MPS")+"---\n"+claimUser("a", "x", "shared-gpu"))
+	f.Add("class.yaml", "kind: DeviceClass\nmetadata: {name: g}\nspec: {selectors: [{cel: {expression: \"'gpu.nvidia.com' == device.driver\"}}]}\n---\nkind: ResourceClaim\nmetadata: {name: c}\nspec: {devices: {requests: [{name: r, firstAvailable: [{name: s, deviceClassName: g}], adminAccess: true}], config: [{opaque: {parameters: {sharing: {strategy: TimeSlicing}}}}]}}\n---\nkind: Pod\nspec: {hostIPC: true, resourceClaims: [{name: r, resourceClaimName: c}], containers: [{name: c}]}\n")
+	f.Add("rbac.yaml", "kind: ClusterRole\nmetadata: {name: r}\nrules: [{resources: ['*'], verbs: ['*']}]\n---\nkind: ClusterRoleBinding\nroleRef: {kind: ClusterRole, name: r}\nsubjects: [{kind: Group, name: 'system:serviceaccounts:'}]\n---\nkind: RoleBinding\nmetadata: {namespace: gpu-operator}\nroleRef: {kind: Role, name: r}\nsubjects: [{kind: ServiceAccount, name: s, namespace: o}]\n---\nkind: LimitRange\n---\nkind: Job\nmetadata: {namespace: gpu-operator}\nspec: {template: {spec: {containers: [{resources: {limits: {nvidia.com/gpu: 1}}}]}}}\n")
 	c, err := NewCluster()
 	if err != nil {
 		f.Fatal(err)

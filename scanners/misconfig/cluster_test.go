@@ -4,6 +4,7 @@ package misconfig
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,7 +44,13 @@ const (
 kind: Namespace
 metadata:
   name: team-a
-  labels: {team: a}
+  labels: {team: a, pod-security.kubernetes.io/enforce: baseline}
+`
+	limitRange = `apiVersion: v1
+kind: LimitRange
+metadata: {name: limits, namespace: team-a}
+spec:
+  limits: [{type: Container, default: {cpu: "8", memory: 64Gi}}]
 `
 	denyAll = `apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
@@ -90,18 +97,23 @@ spec:
 
 func doc(parts ...string) string { return strings.Join(parts, "---\n") }
 
+// clusterCase is manifests and the findings (rule path:line) they must
+// give, and rules that must not fire; a case with no want must give
+// nothing.
+type clusterCase struct {
+	name  string
+	files map[string]string
+	want  []string
+	not   []string
+}
+
 func TestClusterRules(t *testing.T) {
-	tests := []struct {
-		name  string
-		files map[string]string
-		want  []string // rule path:line
-		not   []string // rules that must not fire
-	}{
+	runClusterCases(t, []clusterCase{
 		{name: "namespace without default deny or GPU quota",
 			files: map[string]string{"ns.yaml": doc(nsTeamA, allowSome, cpuQuota), "job.yaml": gpuJob},
 			want:  []string{RuleGPUNamespaceNoDefaultDeny.ID + " job.yaml:2", RuleGPUNamespaceNoQuota.ID + " job.yaml:2"}},
 		{name: "namespace with default deny and GPU quota (clean)",
-			files: map[string]string{"ns.yaml": doc(nsTeamA, denyAll, allowSome, gpuQuotaYAML), "job.yaml": gpuJob},
+			files: map[string]string{"ns.yaml": doc(nsTeamA, denyAll, allowSome, gpuQuotaYAML, limitRange), "job.yaml": gpuJob},
 			not:   []string{RuleGPUNamespaceNoDefaultDeny.ID, RuleGPUNamespaceNoQuota.ID, RuleGPUNamespaceShared.ID}},
 		{name: "a repository with only a training job (not judged)",
 			files: map[string]string{"job.yaml": gpuJob},
@@ -110,7 +122,7 @@ func TestClusterRules(t *testing.T) {
 			files: map[string]string{"ns.yaml": nsTeamA},
 			not:   []string{RuleGPUNamespaceNoDefaultDeny.ID, RuleGPUNamespaceNoQuota.ID}},
 		{name: "kubectl List with the namespace's objects",
-			files: map[string]string{"all.yaml": "apiVersion: v1\nkind: List\nitems:\n" + indentItems(nsTeamA, denyAll, gpuQuotaYAML, gpuJob)},
+			files: map[string]string{"all.yaml": "apiVersion: v1\nkind: List\nitems:\n" + indentItems(nsTeamA, denyAll, gpuQuotaYAML, limitRange, gpuJob)},
 			not:   []string{RuleGPUNamespaceNoDefaultDeny.ID, RuleGPUNamespaceNoQuota.ID}},
 		{name: "service accounts of two teams",
 			files: map[string]string{"ns.yaml": doc(nsTeamA, denyAll, gpuQuotaYAML,
@@ -119,7 +131,7 @@ func TestClusterRules(t *testing.T) {
 				"job.yaml": doc(gpuJob, strings.ReplaceAll(strings.ReplaceAll(gpuJob, "trainer", "scorer"), "name: train,", "name: score,"))},
 			want: []string{RuleGPUNamespaceShared.ID + " job.yaml:2"}},
 		{name: "service accounts of one team (clean)",
-			files: map[string]string{"ns.yaml": doc(nsTeamA, denyAll, gpuQuotaYAML,
+			files: map[string]string{"ns.yaml": doc(nsTeamA, denyAll, gpuQuotaYAML, limitRange,
 				"apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: trainer, namespace: team-a, labels: {team: a}}\n",
 				"apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: scorer, namespace: team-a, labels: {team: a}}\n"),
 				"job.yaml": doc(gpuJob, strings.ReplaceAll(strings.ReplaceAll(gpuJob, "trainer", "scorer"), "name: train,", "name: score,"))},
@@ -130,7 +142,7 @@ func TestClusterRules(t *testing.T) {
 				"job.yaml": gpuJob},
 			want: []string{RuleGPUNamespaceShared.ID + " job.yaml:2"}},
 		{name: "RoleBinding to the namespace's own service account (clean)",
-			files: map[string]string{"ns.yaml": doc(nsTeamA, denyAll, gpuQuotaYAML,
+			files: map[string]string{"ns.yaml": doc(nsTeamA, denyAll, gpuQuotaYAML, limitRange,
 				"apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: edit, namespace: team-a}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}\nsubjects:\n  - {kind: ServiceAccount, name: ci, namespace: team-a}\n"),
 				"job.yaml": gpuJob},
 			not: []string{RuleGPUNamespaceShared.ID}},
@@ -183,17 +195,17 @@ func TestClusterRules(t *testing.T) {
 		{name: "MIG profile of the selected product (clean)",
 			files: map[string]string{"pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}\n  containers:\n    - {name: c, image: x, resources: {limits: {nvidia.com/mig-3g.40gb: 1}}}\n"},
 			not:   []string{RuleMIGProfileUnknown.ID}},
-	}
+	})
+}
+
+func runClusterCases(t *testing.T, tests []clusterCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := clusterScan(t, tt.files)
 			got := ruleHits(fs)
 			for _, w := range tt.want {
-				found := false
-				for _, g := range got {
-					found = found || g == w
-				}
-				if !found {
+				if !slices.Contains(got, w) {
 					t.Errorf("want %s, got %v", w, got)
 				}
 			}

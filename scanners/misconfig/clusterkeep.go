@@ -31,6 +31,7 @@ type keptCluster struct {
 	Workloads  []keptWorkload               `json:"workloads,omitempty"`
 	Slicing    []keptSlice                  `json:"slicing,omitempty"`
 	Strategy   []keptStrategy               `json:"strategy,omitempty"`
+	Tenancy    tenancyFacts                 `json:"tenancy"`
 	Objects    int                          `json:"objects"`
 }
 
@@ -41,16 +42,19 @@ type keptSite struct {
 }
 
 type keptWorkload struct {
-	Namespace string   `json:"namespace"`
-	Who       string   `json:"who"`
-	Path      string   `json:"path"`
-	Line      int      `json:"line"`
-	Layer     string   `json:"layer,omitempty"`
-	Commit    string   `json:"commit,omitempty"`
-	Note      string   `json:"note,omitempty"`
-	SA        string   `json:"sa,omitempty"`
-	GPUs      []string `json:"gpus,omitempty"`
-	Product   string   `json:"product,omitempty"`
+	Namespace string           `json:"namespace"`
+	Who       string           `json:"who"`
+	Path      string           `json:"path"`
+	Line      int              `json:"line"`
+	Layer     string           `json:"layer,omitempty"`
+	Commit    string           `json:"commit,omitempty"`
+	Note      string           `json:"note,omitempty"`
+	SA        string           `json:"sa,omitempty"`
+	GPUs      []string         `json:"gpus,omitempty"`
+	Product   string           `json:"product,omitempty"`
+	Claims    []claimRef       `json:"claims,omitempty"`
+	Pending   []pendingProblem `json:"pending,omitempty"`
+	Own       bool             `json:"own,omitempty"`
 }
 
 type keptSlice struct {
@@ -70,7 +74,7 @@ type keptStrategy struct {
 }
 
 func keepCluster(s *clusterState) keptCluster {
-	k := keptCluster{Namespaces: s.namespaces, Managed: s.managed, DenyAll: s.denyAll, Quota: s.quota, SATeam: s.saTeam, Objects: s.objects}
+	k := keptCluster{Namespaces: s.namespaces, Managed: s.managed, DenyAll: s.denyAll, Quota: s.quota, SATeam: s.saTeam, Tenancy: s.t, Objects: s.objects}
 	for ns, sites := range s.foreign {
 		if k.Foreign == nil {
 			k.Foreign = map[string][]keptSite{}
@@ -81,7 +85,8 @@ func keepCluster(s *clusterState) keptCluster {
 	}
 	for _, w := range s.workloads {
 		k.Workloads = append(k.Workloads, keptWorkload{Namespace: w.namespace, Who: w.who, Path: w.path, Line: w.line,
-			Layer: w.layer, Commit: w.commit, Note: w.note, SA: w.sa, GPUs: w.gpus, Product: w.product})
+			Layer: w.layer, Commit: w.commit, Note: w.note, SA: w.sa, GPUs: w.gpus, Product: w.product,
+			Claims: w.claims, Pending: w.pending, Own: w.own})
 	}
 	for _, x := range s.slicing {
 		k.Slicing = append(k.Slicing, keptSlice{Path: x.path, Line: x.line, Layer: x.layer, Commit: x.commit, Note: x.note,
@@ -94,7 +99,7 @@ func keepCluster(s *clusterState) keptCluster {
 }
 
 func (k keptCluster) state() *clusterState {
-	s := &clusterState{namespaces: k.Namespaces, managed: k.Managed, denyAll: k.DenyAll, quota: k.Quota, saTeam: k.SATeam, objects: k.Objects}
+	s := &clusterState{namespaces: k.Namespaces, managed: k.Managed, denyAll: k.DenyAll, quota: k.Quota, saTeam: k.SATeam, t: k.Tenancy, objects: k.Objects}
 	for ns, sites := range k.Foreign {
 		initMap(&s.foreign)
 		for _, x := range sites {
@@ -103,7 +108,8 @@ func (k keptCluster) state() *clusterState {
 	}
 	for _, w := range k.Workloads {
 		s.workloads = append(s.workloads, workloadFact{namespace: w.Namespace, who: w.Who, path: w.Path, line: w.Line,
-			layer: w.Layer, commit: w.Commit, note: w.Note, sa: w.SA, gpus: w.GPUs, product: w.Product})
+			layer: w.Layer, commit: w.Commit, note: w.Note, sa: w.SA, gpus: w.GPUs, product: w.Product,
+			claims: w.Claims, pending: w.Pending, own: w.Own})
 	}
 	for _, x := range k.Slicing {
 		s.slicing = append(s.slicing, sliceFact{path: x.Path, line: x.Line, layer: x.Layer, commit: x.Commit, note: x.Note,

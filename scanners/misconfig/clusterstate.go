@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/mlwarden/mlwarden/scanners"
 )
 
@@ -24,8 +27,48 @@ type clusterState struct {
 	workloads  []workloadFact
 	slicing    []sliceFact
 	strategy   []strategyFact
+	t          tenancyFacts
 	objects    int
 	full       bool // past maxClusterObjects (reported once)
+}
+
+// tenancyFacts are the DRA, Pod Security, LimitRange and RBAC facts; they
+// are kept as they are (scanners.StateKeeper).
+type tenancyFacts struct {
+	NSSite       map[string]place     `json:"ns_site,omitempty"`       // where each Namespace object is
+	LimitRange   map[string]bool      `json:"limit_range,omitempty"`   // namespaces with a LimitRange
+	QuotaClasses map[string][]string  `json:"quota_classes,omitempty"` // device classes quotas bound
+	Classes      map[string]bool      `json:"classes,omitempty"`       // DeviceClasses: selects an NVIDIA GPU driver
+	Claims       map[string]claimFact `json:"claims,omitempty"`        // KIND/NS/NAME
+	Admin        []adminFact          `json:"admin,omitempty"`
+	Roles        map[string]roleFact  `json:"roles,omitempty"` // ClusterRole/NAME, Role/NS/NAME
+	Bindings     []bindingFact        `json:"bindings,omitempty"`
+	Operator     map[string]bool      `json:"operator,omitempty"` // namespaces the GPU Operator runs in
+}
+
+func (t *tenancyFacts) merge(o *tenancyFacts) {
+	mergeMap(&t.NSSite, o.NSSite)
+	mergeMap(&t.QuotaClasses, o.QuotaClasses)
+	mergeMap(&t.Classes, o.Classes)
+	mergeMap(&t.Claims, o.Claims)
+	mergeMap(&t.Roles, o.Roles)
+	for k, v := range o.LimitRange {
+		initMap(&t.LimitRange)
+		t.LimitRange[k] = t.LimitRange[k] || v
+	}
+	for k, v := range o.Operator {
+		initMap(&t.Operator)
+		t.Operator[k] = t.Operator[k] || v
+	}
+	t.Admin = append(t.Admin, o.Admin...)
+	t.Bindings = append(t.Bindings, o.Bindings...)
+}
+
+func mergeMap[V any](dst *map[string]V, src map[string]V) {
+	for k, v := range src {
+		initMap(dst)
+		(*dst)[k] = v
+	}
 }
 
 type workloadFact struct {
@@ -35,6 +78,18 @@ type workloadFact struct {
 	sa                   string
 	gpus                 []string
 	product              string
+	claims               []claimRef
+	pending              []pendingProblem // pod rules, if its claims give it GPUs
+	own                  bool             // the GPU Operator's own
+}
+
+// pendingProblem is a pod rule's finding for a pod whose GPUs come only
+// from DRA claims, reported once the target's claims are known.
+type pendingProblem struct {
+	Rule     string `json:"rule"`
+	Line     int    `json:"line"`
+	Evidence string `json:"evidence"`
+	Message  string `json:"message"`
 }
 
 type siteFact struct {
@@ -114,6 +169,59 @@ func (s *clusterState) addTimeSlicing(f sliceFact) {
 	s.slicing = append(s.slicing, f)
 }
 
+func (s *clusterState) addNamespaceSite(name string, p place) {
+	initMap(&s.t.NSSite)
+	s.t.NSSite[name] = p
+}
+
+func (s *clusterState) addLimitRange(ns string) {
+	s.count()
+	s.manage(ns)
+	initMap(&s.t.LimitRange)
+	s.t.LimitRange[ns] = true
+}
+
+func (s *clusterState) addQuotaClasses(ns string, classes []string) {
+	if len(classes) == 0 {
+		return
+	}
+	initMap(&s.t.QuotaClasses)
+	s.t.QuotaClasses[ns] = append(s.t.QuotaClasses[ns], classes...)
+}
+
+func (s *clusterState) addClass(name string, nvidia bool) {
+	s.count()
+	initMap(&s.t.Classes)
+	s.t.Classes[name] = nvidia
+}
+
+func (s *clusterState) addClaim(key string, f claimFact) {
+	s.count()
+	initMap(&s.t.Claims)
+	s.t.Claims[key] = f
+}
+
+func (s *clusterState) addAdmin(f adminFact) {
+	s.count()
+	s.t.Admin = append(s.t.Admin, f)
+}
+
+func (s *clusterState) addRole(key string, f roleFact) {
+	s.count()
+	initMap(&s.t.Roles)
+	s.t.Roles[key] = f
+}
+
+func (s *clusterState) addBinding(f bindingFact) {
+	s.count()
+	s.t.Bindings = append(s.t.Bindings, f)
+}
+
+func (s *clusterState) addOperator(ns string) {
+	initMap(&s.t.Operator)
+	s.t.Operator[ns] = true
+}
+
 func (s *clusterState) addStrategy(f strategyFact) {
 	s.count()
 	s.strategy = append(s.strategy, f)
@@ -149,6 +257,7 @@ func (s *clusterState) merge(o *clusterState) bool {
 		initMap(&s.saTeam)
 		s.saTeam[k] = v
 	}
+	s.t.merge(&o.t)
 	s.workloads = append(s.workloads, o.workloads...)
 	s.slicing = append(s.slicing, o.slicing...)
 	s.strategy = append(s.strategy, o.strategy...)
@@ -183,18 +292,48 @@ func (c *Cluster) FinishTarget(ctx context.Context, t scanners.Target) ([]scanne
 		f.Evidence = clip(evidence, 120)
 		out = append(out, f)
 	}
-	// GPU workloads by namespace, in the order they were read.
+	atPlace := func(p place, rule scanners.Rule, sev scanners.Severity, evidence, msg string) {
+		a := scanners.Artifact{Target: t.Name, Path: p.Path, Layer: p.Layer, Commit: p.Commit, Note: p.Note}
+		f := scanners.At(&a, rule, p.Line, msg)
+		f.Severity = sev
+		f.Evidence = clip(evidence, 120)
+		out = append(out, f)
+	}
+	operatorNS := func(ns string) bool { return slices.Contains(operatorNamespaces, ns) || st.t.Operator[ns] }
+	// GPU tenant workloads by namespace, in the order they were read: not
+	// Kubernetes' own namespaces, not the GPU Operator's own pods.
 	byNS := map[string][]workloadFact{}
 	var order []string
 	for _, w := range st.workloads {
+		if operatorNS(w.namespace) && !w.own {
+			at(w, RuleGPUNamespacePodSecurity, w.who, fmt.Sprintf("%s runs in %s, the GPU Operator's, which is labelled privileged for the driver and toolkit pods: a tenant workload there escapes Pod Security. %s Fix: %s",
+				w.who, nsName(w.namespace), RuleGPUNamespacePodSecurity.Why, RuleGPUNamespacePodSecurity.Fix))
+		}
+		if w.own || slices.Contains(systemNamespaces, w.namespace) || !st.isGPU(w) {
+			continue
+		}
+		if len(w.gpus) == 0 {
+			for _, p := range w.pending {
+				a := scanners.Artifact{Target: t.Name, Path: w.path, Layer: w.layer, Commit: w.commit, Note: w.note}
+				rule := RuleGPUHostNamespace
+				if p.Rule == RuleGPUHostPath.ID {
+					rule = RuleGPUHostPath
+				}
+				f := scanners.At(&a, rule, p.Line, p.Message)
+				f.Evidence = clip(p.Evidence, 120)
+				out = append(out, f)
+			}
+		}
 		if _, ok := byNS[w.namespace]; !ok {
 			order = append(order, w.namespace)
 		}
 		byNS[w.namespace] = append(byNS[w.namespace], w)
 	}
+	gpuNS := map[string]bool{}
 	for _, ns := range order {
+		gpuNS[ns] = !operatorNS(ns)
 		ws := byNS[ns]
-		_, declared := st.namespaces[ns]
+		labels, declared := st.namespaces[ns]
 		if !declared && !st.managed[ns] {
 			continue
 		}
@@ -204,14 +343,52 @@ func (c *Cluster) FinishTarget(ctx context.Context, t scanners.Target) ([]scanne
 			at(first, RuleGPUNamespaceNoDefaultDeny, first.who, fmt.Sprintf("%s runs GPU workloads (%s) but has no default-deny NetworkPolicy (podSelector: {}, policyTypes including Ingress, no ingress rules): %s Fix: %s",
 				nsName(ns), names, RuleGPUNamespaceNoDefaultDeny.Why, RuleGPUNamespaceNoDefaultDeny.Fix))
 		}
-		if !st.quota[ns] {
-			at(first, RuleGPUNamespaceNoQuota, first.who, fmt.Sprintf("%s runs GPU workloads (%s) but no ResourceQuota bounds requests.nvidia.com/gpu: %s Fix: %s",
+		if !st.quotaBoundsGPU(ns) {
+			at(first, RuleGPUNamespaceNoQuota, first.who, fmt.Sprintf("%s runs GPU workloads (%s) but no ResourceQuota bounds requests.nvidia.com/gpu or a GPU device class's devices (<class>.deviceclass.resource.k8s.io/devices): %s Fix: %s",
 				nsName(ns), names, RuleGPUNamespaceNoQuota.Why, RuleGPUNamespaceNoQuota.Fix))
 		}
 		if msg := sharedBy(st, ns, ws); msg != "" {
 			at(first, RuleGPUNamespaceShared, first.who, fmt.Sprintf("%s: %s. %s Fix: %s", nsName(ns), msg, RuleGPUNamespaceShared.Why, RuleGPUNamespaceShared.Fix))
 		}
+		if operatorNS(ns) {
+			continue // its tenant workloads are reported above
+		}
+		if !st.t.LimitRange[ns] {
+			at(first, RuleGPUNamespaceNoLimitRange, first.who, fmt.Sprintf("%s runs GPU workloads (%s) but has no LimitRange: %s Fix: %s",
+				nsName(ns), names, RuleGPUNamespaceNoLimitRange.Why, RuleGPUNamespaceNoLimitRange.Fix))
+		}
+		if msg := PodSecurityProblem(labels); declared && msg != "" {
+			msg = fmt.Sprintf("%s runs GPU workloads (%s) but %s: %s Fix: %s", nsName(ns), names, msg, RuleGPUNamespacePodSecurity.Why, RuleGPUNamespacePodSecurity.Fix)
+			if p, ok := st.t.NSSite[ns]; ok {
+				atPlace(p, RuleGPUNamespacePodSecurity, RuleGPUNamespacePodSecurity.Severity, "Namespace "+ns, msg)
+			} else {
+				at(first, RuleGPUNamespacePodSecurity, first.who, msg)
+			}
+		}
 	}
+	for _, b := range st.t.Bindings {
+		var ps []RBACProblem
+		switch {
+		case b.Cluster:
+			ps = clusterRoleBindingProblems(&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: b.Name}, RoleRef: b.RoleRef, Subjects: b.Subjects}, st.role, gpuNS)
+		case gpuNS[b.Namespace]:
+			ps = roleBindingProblems(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace}, RoleRef: b.RoleRef, Subjects: b.Subjects}, st.role)
+		}
+		for _, p := range ps {
+			atPlace(b.place, RuleGPUNamespaceRBACCrossesTenants, p.Severity, b.RoleRef.Kind+" "+b.RoleRef.Name,
+				p.Message+". "+RuleGPUNamespaceRBACCrossesTenants.Why+" Fix: "+RuleGPUNamespaceRBACCrossesTenants.Fix)
+		}
+	}
+	for _, a := range st.t.Admin {
+		labels, declared := st.namespaces[a.Namespace]
+		if !declared || AdminNamespace(labels) {
+			continue // a namespace the target does not hold: its labels are not known
+		}
+		atPlace(a.place, RuleGPUClaimAdminAccess, RuleGPUClaimAdminAccess.Severity, "adminAccess: true",
+			fmt.Sprintf("%s request %q asks for adminAccess in %s, which is not labelled %s: \"true\" (the administrators' namespace the API server requires for it): %s Fix: %s",
+				a.Who, a.Request, nsName(a.Namespace), labelAdminAccess, RuleGPUClaimAdminAccess.Why, RuleGPUClaimAdminAccess.Fix))
+	}
+	finishClaimSharing(st, atPlace)
 	out = append(out, c.finishSlicing(t, st)...)
 	finishStrategy(st, at)
 	return out, nil
@@ -357,4 +534,42 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// finishClaimSharing reports a ResourceClaim whose GpuConfig time-slices
+// or MPS-shares its GPU while pods of more than one workload, or of more
+// than one service account, use it. A ResourceClaimTemplate gives each
+// pod a claim of its own, so only named claims are shared.
+func finishClaimSharing(st *clusterState, atPlace func(place, scanners.Rule, scanners.Severity, string, string)) {
+	for _, key := range sortedKeys(st.t.Claims) {
+		c := st.t.Claims[key]
+		if len(c.Sharing) == 0 || !strings.HasPrefix(key, "ResourceClaim/") {
+			continue
+		}
+		var who, sas []string
+		for _, w := range st.workloads {
+			for _, r := range w.claims {
+				if !r.Template && r.key(w.namespace) == key {
+					if !slices.Contains(who, w.who) {
+						who = append(who, w.who)
+					}
+					if !slices.Contains(sas, w.sa) {
+						sas = append(sas, w.sa)
+					}
+				}
+			}
+		}
+		if len(who) < 2 && len(sas) < 2 {
+			continue
+		}
+		_, name, _ := strings.Cut(strings.TrimPrefix(key, "ResourceClaim/"), "/")
+		for _, s := range c.Sharing {
+			p := c.place
+			p.Line = s.Line
+			atPlace(p, RuleGPUTimeSlicingShared, RuleGPUTimeSlicingShared.Severity, "sharing.strategy: "+s.Strategy, fmt.Sprintf(
+				"ResourceClaim %s shares its GPU with sharing.strategy %s among %s (service accounts %s): %s Fix: %s",
+				name, s.Strategy, strings.Join(who, ", "), strings.Join(sas, ", "), RuleGPUTimeSlicingShared.Why,
+				"give each workload its own claim (a ResourceClaimTemplate), or a MIG device (device class mig.nvidia.com) where tenants differ."))
+		}
+	}
 }

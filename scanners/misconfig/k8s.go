@@ -120,8 +120,15 @@ func (r *run) securityContext(sc *yaml.Node) {
 	}
 }
 
-// gpuResource reports whether a resources block requests a GPU.
+// gpuResource reports whether a resources block requests a GPU: a device
+// plugin resource, or DRA claims (resources.claims), which the NVIDIA DRA
+// driver answers with the devices it allocated. A claim of another kind of
+// device is not told apart here (the claim may be in another file): the
+// cluster judgement decides whether the pod is a GPU pod.
 func gpuResource(res *yaml.Node) bool {
+	if cl := get(res, "claims"); cl != nil && cl.Kind == yaml.SequenceNode && len(cl.Content) > 0 {
+		return true
+	}
 	for _, k := range []string{"limits", "requests"} {
 		m := get(res, k)
 		if m == nil || m.Kind != yaml.MappingNode {

@@ -99,6 +99,8 @@ spec:
     hostPath:
       path: /dev/nvidia0
 `, []hit{{"gpu-isolation-bypass", high, 8}, {"gpu-isolation-bypass", high, 21}}},
+		{"k8s NVIDIA_VISIBLE_DEVICES with a DRA claim is not a bypass", "dra.yaml", "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: a\n    image: x\n    env: [{name: NVIDIA_VISIBLE_DEVICES, value: all}]\n    resources: {claims: [{name: gpu}]}\n  - name: b\n    image: x\n    env: [{name: NVIDIA_VISIBLE_DEVICES, value: all}]\n  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]\n",
+			[]hit{{"gpu-isolation-bypass", high, 11}}},
 		{"k8s jupyter via args and anchors", "nb.yaml", `x-args: &args ["--ip=0.0.0.0", "--ServerApp.token="]
 apiVersion: v1
 kind: Pod

@@ -103,7 +103,13 @@ func sensitiveHostPath(p string) string {
 // GPUPodIsolation checks a pod spec that requests GPUs against the pod
 // rules of multi-tenant isolation; a pod without GPUs gives nothing.
 func GPUPodIsolation(spec *corev1.PodSpec) []PodProblem {
-	gpus := GPUResources(spec)
+	return GPUPodIsolationAs(spec, GPUResources(spec))
+}
+
+// GPUPodIsolationAs checks a pod spec that gets the GPUs gpus (resource
+// names, or what its DRA claims ask for) against the pod rules; no GPUs
+// give nothing.
+func GPUPodIsolationAs(spec *corev1.PodSpec, gpus []string) []PodProblem {
 	if len(gpus) == 0 {
 		return nil
 	}

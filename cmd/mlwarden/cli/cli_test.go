@@ -72,6 +72,8 @@ func TestDemo(t *testing.T) {
 		"k8s/tenant.yaml misconfig/gpu-namespace-no-default-deny",
 		"k8s/tenant.yaml misconfig/gpu-namespace-no-quota",
 		"k8s/tenant.yaml misconfig/gpu-pod-host-namespace",
+		"k8s/tenant.yaml misconfig/gpu-namespace-pod-security",
+		"k8s/tenant.yaml misconfig/gpu-namespace-no-limitrange",
 	} {
 		if !found[want] {
 			t.Errorf("demo: no %s finding", want)
