@@ -41,8 +41,6 @@ for c in range(1, n + 1):
         lines.append('TOKEN = "hf_' + "".join(r.choice(alnum) for _ in range(34)) + '"\n')
     data = "".join(lines).encode()
     out.write(f"commit refs/heads/main\ncommitter b <b@example.org> {1700000000 + c} +0000\ndata 8\ncommit {c % 10}\n")
-    if c > 1:
-        out.write(f"from refs/heads/main^0\n")
     if c == 1:
         for f, ls in files.items():
             d = "".join(ls).encode()
