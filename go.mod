@@ -13,6 +13,7 @@ require (
 	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/bodgit/sevenzip v1.6.0
 	github.com/cert-manager/cert-manager v1.19.1
+	github.com/github/go-spdx/v2 v2.8.0
 	github.com/gitleaks/go-gitdiff v0.9.1
 	github.com/go-json-experiment/json v1.27.2
 	github.com/google/go-containerregistry v0.22.1

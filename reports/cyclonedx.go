@@ -12,6 +12,7 @@ import (
 	"time"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
+	"github.com/github/go-spdx/v2/spdxexp"
 
 	"github.com/mlwarden/mlwarden/scanners"
 )
@@ -192,6 +193,7 @@ func (c *cyclonedxWriter) component(sc scanners.Component, t scanners.Target, re
 		if mc := modelCard(sc); mc != nil {
 			cc.ModelCard = mc
 		}
+		cc.Licenses = cdxLicenses(sc.License)
 	case scanners.ComponentLayer:
 		cc.Type = cdx.ComponentTypeFile
 		cc.Name = "layer " + sc.Properties["index"]
@@ -238,6 +240,20 @@ func (c *cyclonedxWriter) component(sc scanners.Component, t scanners.Target, re
 		cc.Properties = &props
 	}
 	return cc
+}
+
+// cdxLicenses is a model's licence as CycloneDX has it, declared (read
+// from the model's card or metadata): an SPDX identifier as a license id,
+// anything else (an expression, a LicenseRef-…) as an SPDX expression.
+func cdxLicenses(expr string) *cdx.Licenses {
+	if expr == "" {
+		return nil
+	}
+	declared := cdx.LicenseAcknowledgementDeclared
+	if ok, id := spdxexp.ActiveLicense(expr); ok && id == expr {
+		return &cdx.Licenses{{License: &cdx.License{ID: id, Acknowledgement: declared}}}
+	}
+	return &cdx.Licenses{{Expression: expr, Acknowledgement: &declared}}
 }
 
 // modelCard is what a model file's facts say of its card (Properties

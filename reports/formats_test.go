@@ -38,7 +38,7 @@ func sampleBOM() *scanners.Result {
 	)
 	res.Summary = scanners.Summarize(res.Findings)
 	res.Components = []scanners.Component{
-		{Kind: scanners.ComponentModel, Target: "fixtures/demo", Path: "weights/model.safetensors", Name: "model.safetensors", Format: "safetensors", Size: 3000, SHA256: strings.Repeat("ef", 32)},
+		{Kind: scanners.ComponentModel, Target: "fixtures/demo", Path: "weights/model.safetensors", Name: "model.safetensors", Format: "safetensors", License: "Apache-2.0", Size: 3000, SHA256: strings.Repeat("ef", 32)},
 		{Kind: scanners.ComponentFramework, Target: "fixtures/demo", Path: "requirements.txt", Line: 1, Name: "torch", Version: "2.4.0+cu121"},
 		{Kind: scanners.ComponentCUDA, Target: "fixtures/demo", Path: "requirements.txt", Line: 1, Name: "CUDA", Version: "12.1", Properties: map[string]string{"declared-as": "torch==2.4.0+cu121"}},
 		{Kind: scanners.ComponentSignature, Target: "fixtures/demo", Path: "weights/model.sig", Subject: "weights", Signer: "key SHA256:abcd"},

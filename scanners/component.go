@@ -96,6 +96,23 @@ func AddComponent(ctx context.Context, cs ...Component) {
 	c.mu.Unlock()
 }
 
+// EditComponents calls edit on each component recorded so far for the
+// target whose walk ctx belongs to: the context FinishTarget is called
+// with. A check that judges the target as a whole fills in there what only
+// the whole tells, such as a model file's licence, read from the card
+// beside it. It does nothing for another ctx.
+func EditComponents(ctx context.Context, edit func(*Component)) {
+	c, _ := ctx.Value(componentsKey{}).(*components)
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.list {
+		edit(&c.list[i])
+	}
+}
+
 var componentOrder = map[ComponentKind]int{ComponentLayer: 0, ComponentModel: 1, ComponentFramework: 2, ComponentCUDA: 3, ComponentSignature: 4}
 
 // sorted returns the components of target in report order, duplicates (the

@@ -65,6 +65,12 @@ type Target struct {
 	// VCS is the repository a git: target, or a directory scanned in a
 	// git scope (--since-commit, --staged, --new-only), was read from.
 	VCS *VCS `json:"vcs,omitempty"`
+	// Properties are facts the source learnt about the target as a whole,
+	// for the checks that judge it (FinishTarget) and the reports: a Hub
+	// repository's card data ("hub.license", "hub.license_name",
+	// "hub.license_link") and access gate ("hub.gated": "auto" or
+	// "manual", "hub.gate_prompt", "hub.gate_fields").
+	Properties map[string]string `json:"properties,omitempty"`
 }
 
 // VCS names the repository and revision a target was read at, and the

@@ -16,6 +16,7 @@ package hubtest
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -57,6 +58,12 @@ type Repo struct {
 	// Private repositories answer only a token the server knows (Tokens);
 	// Gated ones only a token allowed for them.
 	Private, Gated bool
+	// GateMode is what the revision answer says of a gated repository:
+	// "auto" (the default) or "manual" (the authors approve each request).
+	GateMode string
+	// CardData is the revision answer's cardData: the README's metadata
+	// as the Hub read it (license, license_name, extra_gated_fields...).
+	CardData map[string]any
 	// Refs maps branches and tags to commits; Tags lists which are tags.
 	Refs    map[string]string
 	Tags    []string
@@ -557,7 +564,15 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, seg []string) 
 		for _, f := range files {
 			sib = append(sib, map[string]any{"rfilename": f.Path})
 		}
-		json.NewEncoder(w).Encode(map[string]any{"id": id, "sha": commit, "siblings": sib, "private": repo.Private, "gated": repo.Gated, "disabled": false})
+		var gated any = false
+		if repo.Gated {
+			gated = cmp.Or(repo.GateMode, "auto")
+		}
+		info := map[string]any{"id": id, "sha": commit, "siblings": sib, "private": repo.Private, "gated": gated, "disabled": false}
+		if repo.CardData != nil {
+			info["cardData"] = repo.CardData
+		}
+		json.NewEncoder(w).Encode(info)
 		return
 	}
 	type lfs = TreeLFS

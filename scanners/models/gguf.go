@@ -237,6 +237,9 @@ func (sc *scan) gguf(p place, ra io.ReaderAt, size int64) {
 			continue
 		}
 		vals, err := g.value(t, 0)
+		if key == "general.license" && t == 8 && len(vals) == 1 {
+			sc.metaLicense(p, "GGUF general.license", vals[0])
+		}
 		for _, v := range vals {
 			switch {
 			case strings.HasPrefix(key, "tokenizer.chat_template"):

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mlwarden/mlwarden/rules"
 	"github.com/mlwarden/mlwarden/scanners"
+	"github.com/mlwarden/mlwarden/scanners/license"
 )
 
 // Scanner is the models check. It is safe for concurrent use.
@@ -28,6 +29,11 @@ type Scanner struct {
 	cls      *classifier
 	rulesErr error
 	lim      Limits
+
+	// licMu guards lic: each target's licence facts until FinishTarget
+	// (license.go).
+	licMu sync.Mutex
+	lic   map[string]*licState
 }
 
 // Limits bound the work done on one artifact.
@@ -159,7 +165,7 @@ func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 	if a.Kind != "" && a.Kind != scanners.ArtifactFile {
 		return false
 	}
-	return sniff(head, a.Size, a.Path) != fmtUnknown || modelName(a.Path)
+	return sniff(head, a.Size, a.Path) != fmtUnknown || modelName(a.Path) || wantsLicense(a, head)
 }
 
 // Prefix says how much of a the check reads, for the formats it reads only
@@ -168,6 +174,14 @@ func (s *Scanner) Wants(a *scanners.Artifact, head []byte) bool {
 // that length is out of bounds). The dispatcher then keeps that much of a
 // weights file streamed from an image layer and does not spool the rest.
 func (s *Scanner) Prefix(a *scanners.Artifact, head []byte) (int64, bool) {
+	if licenseFile(a) && sniff(head, a.Size, a.Path) == fmtUnknown {
+		switch {
+		case markerFile(a.Path):
+			return 0, true
+		case cardFile(a.Path):
+			return license.MaxCardHead, true
+		}
+	}
 	if a.Size < 0 || len(head) < 8 || sniff(head, a.Size, a.Path) != fmtSafetensors {
 		return 0, false
 	}
@@ -215,6 +229,13 @@ func (s *Scanner) Scan(ctx context.Context, a *scanners.Artifact, c scanners.Con
 	}
 	if err := s.cls.ready(); err != nil {
 		return nil, fmt.Errorf("models check: %w", err)
+	}
+	if licenseFile(a) && !modelName(a.Path) {
+		head := make([]byte, min(c.Size(), scanners.HeadSize))
+		n, _ := c.ReadAt(head, 0)
+		if sniff(head[:n], a.Size, a.Path) == fmtUnknown {
+			return s.scanLicenseFile(ctx, a, c)
+		}
 	}
 	sc := &scan{s: s, ctx: ctx, a: a, budget: s.lim.MaxExpand}
 	if !sc.content(place{}, c, c.Size(), a.Path, 0) && modelName(a.Path) && sc.readErr == nil {

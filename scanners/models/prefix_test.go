@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mlwarden/mlwarden/scanners"
@@ -78,6 +79,9 @@ func TestSafetensorsStreamedPrefix(t *testing.T) {
 			}
 			rules := func(fs []scanners.Finding) (out []string) {
 				for _, f := range fs {
+					if strings.HasPrefix(f.RuleID, "models/license-") {
+						continue // judged per target: the image has no card, the file alone is no target
+					}
 					out = append(out, f.RuleID+" "+f.Message)
 				}
 				return out

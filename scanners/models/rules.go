@@ -91,4 +91,5 @@ var allRules = []scanners.Rule{
 	ruleDangerous, ruleUnknown, ruleDynamic, ruleExtension, ruleMalformed, ruleTrailing,
 	ruleArchive, ruleUnscannable, ruleNumpyObject, ruleKerasLambda, ruleKerasModule, ruleTFOp,
 	ruleONNXPath, ruleGGUFTemplate, ruleGGUFMalformed, ruleSafetensors, ruleChatTemplate, ruleONNXCustomOp, ruleEmbeddedCode,
+	ruleLicenseUnknown, ruleLicenseRestricted, ruleCardMissing, ruleGated,
 }

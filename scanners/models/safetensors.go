@@ -92,6 +92,7 @@ func (sc *scan) safetensors(p place, ra io.ReaderAt, size int64) {
 				fmt.Fprintf(&b, "%s: %s\n", mk, md[mk])
 				sc.metadataValue(p, mk, md[mk])
 			}
+			sc.metaLicense(p, "safetensors __metadata__ license", md["license"])
 			sc.strings(p, "safetensors __metadata__", []byte(b.String()))
 			continue
 		}

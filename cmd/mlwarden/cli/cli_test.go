@@ -67,6 +67,7 @@ func TestDemo(t *testing.T) {
 		"requirements.txt pins/pip-unpinned",
 		"k8s/train-job.yaml pins/image-latest",
 		"models/classifier.pt models/pickle-dangerous-global",
+		"models/classifier.pt models/license-unknown",
 		"k8s/gpu-operator-values.yaml vulns/gpu-operator",
 		"k8s/gpu-operator-values.yaml vulns/container-toolkit",
 		"k8s/tenant.yaml misconfig/gpu-namespace-no-default-deny",

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -457,21 +458,80 @@ func (c *client) getJSONLimit(ctx context.Context, u, what string, v any, limit 
 	return resp, int64(len(data)), nil
 }
 
-// revision asks which commit rev of r is (GET /api/{type}s/{id}/revision/{rev}).
-func (c *client) revision(ctx context.Context, r Ref) (string, error) {
+// repoInfo is what the revision answer says of a repository besides its
+// commit: its card's metadata (cardData, the README's YAML block as the Hub
+// read it) and its access gate (gated: false, "auto" or "manual").
+type repoInfo struct {
+	SHA      string          `json:"sha"`
+	Gated    json.RawMessage `json:"gated"`
+	CardData struct {
+		License     json.RawMessage `json:"license"`
+		LicenseName string          `json:"license_name"`
+		LicenseLink string          `json:"license_link"`
+		GatePrompt  string          `json:"extra_gated_prompt"`
+		GateFields  map[string]any  `json:"extra_gated_fields"`
+	} `json:"cardData"`
+}
+
+// revision asks which commit rev of r is (GET /api/{type}s/{id}/revision/{rev}),
+// and what the answer says of the repository's card and gate.
+func (c *client) revision(ctx context.Context, r Ref) (string, *repoInfo, error) {
 	what := r.String()
-	var info struct {
-		SHA string `json:"sha"`
-	}
+	var info repoInfo
 	// The revision is one path segment: "refs/pr/1" is sent as refs%2Fpr%2F1.
 	u := c.url("api", r.apiType(), r.ID, "revision") + "/" + url.PathEscape(r.Rev())
 	if _, err := c.getJSON(ctx, u, what, &info); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if !IsCommit(info.SHA) {
-		return "", fmt.Errorf("%s: the Hub's answer names no commit for revision %q", what, r.Rev())
+		return "", nil, fmt.Errorf("%s: the Hub's answer names no commit for revision %q", what, r.Rev())
 	}
-	return info.SHA, nil
+	return info.SHA, &info, nil
+}
+
+// properties are the target's Properties the info gives (scanners.Target):
+// the card's licence fields as written (the models check normalises them)
+// and the gate. Values are bounded: they are the Hub's text.
+func (i *repoInfo) properties() map[string]string {
+	p := map[string]string{}
+	set := func(k, v string, n int) {
+		v = strings.TrimSpace(v)
+		if len(v) > n {
+			v = strings.ToValidUTF8(v[:n], "") + "…"
+		}
+		if v != "" {
+			p[k] = v
+		}
+	}
+	var one string
+	var many []string
+	switch {
+	case json.Unmarshal(i.CardData.License, &one) == nil:
+		set("hub.license", one, 200)
+	case json.Unmarshal(i.CardData.License, &many) == nil:
+		set("hub.license", strings.Join(many[:min(len(many), 20)], ","), 400)
+	}
+	set("hub.license_name", i.CardData.LicenseName, 200)
+	set("hub.license_link", i.CardData.LicenseLink, 500)
+	var gate string
+	if json.Unmarshal(i.Gated, &gate) == nil {
+		set("hub.gated", gate, 20)
+	} else if string(i.Gated) == "true" {
+		p["hub.gated"] = "auto"
+	}
+	if p["hub.gated"] != "" {
+		set("hub.gate_prompt", i.CardData.GatePrompt, 500)
+		fields := make([]string, 0, len(i.CardData.GateFields))
+		for k := range i.CardData.GateFields {
+			fields = append(fields, k)
+		}
+		slices.Sort(fields)
+		set("hub.gate_fields", strings.Join(fields[:min(len(fields), 20)], ", "), 500)
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return p
 }
 
 // File is one file of a repository's tree.

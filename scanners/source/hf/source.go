@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +45,7 @@ func (s *hubSource) Target() scanners.Target {
 	defer s.mu.Unlock()
 	t := s.target
 	t.Notes = slices.Clone(t.Notes)
+	t.Properties = maps.Clone(t.Properties)
 	if s.stats != nil {
 		t.Notes = append(t.Notes, s.stats.notes()...)
 	}
@@ -51,12 +53,13 @@ func (s *hubSource) Target() scanners.Target {
 }
 
 func (s *hubSource) Walk(ctx context.Context, sink scanners.Sink) error {
-	commit, err := s.c.revision(ctx, s.ref)
+	commit, info, err := s.c.revision(ctx, s.ref)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
 	s.target.Digest = commit
+	s.target.Properties = info.properties()
 	if s.ref.Rev() != commit {
 		s.target.Notes = append(s.target.Notes, fmt.Sprintf("revision %s is commit %s: every file was read at that commit", s.ref.Rev(), commit))
 	}
