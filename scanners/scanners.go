@@ -28,6 +28,8 @@ const (
 	// (scanners/policy): rule IDs policy/<name>. It is not a check of the
 	// catalog: policies run after the checks, on each target's result.
 	CheckPolicy = "policy"
+	// CheckNode is `mlwarden node`'s audit of a running node (node/).
+	CheckNode = "node"
 )
 
 // TargetKind says what a target is. The values are part of the JSON report.
@@ -49,6 +51,9 @@ const (
 	// read through its API): each object is a YAML artifact named
 	// NAMESPACE/KIND/NAME.yaml. The images it runs are targets of their own.
 	KindCluster TargetKind = "cluster"
+	// KindNode is a node audited by `mlwarden node`: a running node or a
+	// node tree (--root). Its configuration files' artifacts have an FS.
+	KindNode TargetKind = "node"
 )
 
 // Target describes one scanned target in the report.

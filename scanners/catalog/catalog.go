@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mlwarden/mlwarden/node"
 	"github.com/mlwarden/mlwarden/scanners"
 	"github.com/mlwarden/mlwarden/scanners/cuda"
 	"github.com/mlwarden/mlwarden/scanners/misconfig"
@@ -106,6 +107,9 @@ func Checks() []Check {
 			s, err := vulns.New(o.Vulns...)
 			return one(s), err
 		}},
+		// The node audit judges what `mlwarden node` read of a running
+		// node; in the table it reads no file and describes its rules.
+		{scanners.CheckNode, func(Options, *built) ([]scanners.Scanner, error) { return one(node.NewCheck(nil)), nil }},
 	}
 }
 

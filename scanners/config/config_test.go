@@ -164,7 +164,7 @@ func TestResolvePrecedence(t *testing.T) {
 		env   map[string]string
 		want  string
 	}{
-		{CmdScan, map[string][]string{"checks": {"virus"}}, nil, `--checks: unknown value "virus" (valid: secrets, pins, models, signatures, cuda, misconfig, vulns, or all)`},
+		{CmdScan, map[string][]string{"checks": {"virus"}}, nil, `--checks: unknown value "virus" (valid: secrets, pins, models, signatures, cuda, misconfig, vulns, node, or all)`},
 		{CmdScan, map[string][]string{"checks": {""}}, nil, "--checks: empty list"},
 		{CmdScan, nil, map[string]string{"MLWARDEN_FAIL_ON": "severe"}, "MLWARDEN_FAIL_ON: unknown severity"},
 		{CmdScan, map[string][]string{"format": {"xml"}}, nil, `--format: unknown value "xml" (valid: text, json, sarif, cyclonedx, junit, gitlab, gitlab-secrets, html)`},

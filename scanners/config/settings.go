@@ -139,6 +139,8 @@ const (
 	// CmdSweep takes every setting of scan as well as its own.
 	CmdSweep      = "sweep"
 	CmdSweepMerge = "sweep merge"
+	// CmdNode is `mlwarden node`, the audit of a running node.
+	CmdNode = "node"
 )
 
 // All is the table: every setting of every command, in the order --help
@@ -148,7 +150,7 @@ func All() []Setting {
 	checks := append([]string{"all"}, catalog.Names()...)
 	scanning := []string{CmdScan, CmdSbatch, CmdServe}
 	// The commands that run the pipeline on targets, cuda check included.
-	targetCommands := []string{CmdScan, CmdSbatch, CmdServe, CmdCUDA}
+	targetCommands := []string{CmdScan, CmdSbatch, CmdServe, CmdCUDA, CmdNode}
 	// The report formats of scan (reports.Formats; kept here so that the
 	// table does not import the writers; a test keeps them equal).
 	reportFormats := []string{"text", "json", "sarif", "cyclonedx", "junit", "gitlab", "gitlab-secrets", "html"}
@@ -157,7 +159,7 @@ func All() []Setting {
 		{Name: "checks", Key: "checks", Type: List, Default: "all", Choices: checks, AllOf: catalog.Built(), Commands: scanning,
 			Help:       "comma list of checks to run: " + strings.Join(catalog.Names(), ", ") + ", or all",
 			PerCommand: map[string]Override{CmdSbatch: {Default: "secrets,pins,misconfig"}}},
-		{Name: "config", NoEnv: false, Type: Path, Commands: []string{CmdScan, CmdSbatch, CmdServe, CmdCUDA},
+		{Name: "config", NoEnv: false, Type: Path, Commands: []string{CmdScan, CmdSbatch, CmdServe, CmdCUDA, CmdNode},
 			Help: "config file in .mlwarden.yaml format (default: .mlwarden.yaml in the scanned directory, then in the current one)",
 			PerCommand: map[string]Override{
 				CmdSbatch: {Help: "config file in .mlwarden.yaml format: checks, fail-on, ignore entries, sbatch settings"},
@@ -165,10 +167,10 @@ func All() []Setting {
 			}},
 		{Name: "no-target-config", Type: Bool, Default: "false", Commands: []string{CmdScan, CmdCUDA},
 			Help: "never read a .mlwarden.yaml from a scanned directory (CI on untrusted pull requests); --config still applies"},
-		{Name: "fail-on", Key: "fail-on", Type: Severity, Default: "high", Choices: severities, Commands: []string{CmdScan, CmdSbatch, CmdSweepMerge},
+		{Name: "fail-on", Key: "fail-on", Type: Severity, Default: "high", Choices: severities, Commands: []string{CmdScan, CmdSbatch, CmdSweepMerge, CmdNode},
 			Help:       "exit 1 when a finding is at or above this severity: critical, high, medium, low, info, or none (never)",
 			PerCommand: map[string]Override{CmdSbatch: {Help: "reject the job (exit 1) at or above this severity: critical, high, medium, low, info, or none (never)"}}},
-		{Name: "baseline", Key: "baseline", Type: Path, Commands: []string{CmdScan, CmdCUDA},
+		{Name: "baseline", Key: "baseline", Type: Path, Commands: []string{CmdScan, CmdCUDA, CmdNode},
 			Help: "a previous JSON report: its findings are suppressed"},
 		{Name: "since-commit", Type: String, Commands: []string{CmdScan},
 			Help: "scan only what changed after this commit: for git: targets the commits REF..HEAD (merges' own changes too), for a directory in a git work tree the files changed since REF and untracked files"},
@@ -204,7 +206,7 @@ func All() []Setting {
 
 		// Output.
 		{Name: "format", Short: "f", Type: String, Default: "text", Choices: reportFormats,
-			Commands: []string{CmdScan, CmdSbatch, CmdRules, CmdVersion, CmdCUDA, CmdCUDAHost, CmdSweepMerge},
+			Commands: []string{CmdScan, CmdSbatch, CmdRules, CmdVersion, CmdCUDA, CmdCUDAHost, CmdSweepMerge, CmdNode},
 			Help:     "output format: text, json, sarif, cyclonedx (an ML-BOM), junit, gitlab (a SAST report), gitlab-secrets (a secret detection report), html",
 			PerCommand: map[string]Override{
 				CmdSbatch:   {Choices: []string{"text", "json", "sarif"}, Help: "output format: text (one short line per finding, for the submit hook), json, sarif"},
@@ -213,20 +215,32 @@ func All() []Setting {
 				CmdCUDA:     {Choices: []string{"text", "json"}, Help: "output format: text, json"},
 				CmdCUDAHost: {Default: "yaml", Choices: []string{"yaml", "json", "text"}, Help: "output format: yaml, json, text"},
 			}},
-		{Name: "output", Short: "o", Type: String, NoEnv: true, Commands: []string{CmdScan, CmdSbatch, CmdSweepMerge},
+		{Name: "output", Short: "o", Type: String, NoEnv: true, Commands: []string{CmdScan, CmdSbatch, CmdSweepMerge, CmdNode},
 			Help: "write the report to this file instead of standard output"},
-		{Name: "show-suppressed", Type: Bool, Default: "false", Commands: []string{CmdScan},
+		{Name: "show-suppressed", Type: Bool, Default: "false", Commands: []string{CmdScan, CmdNode},
 			Help: "list suppressed findings in the text format too"},
 		{Name: "policy", Type: Strings, Commands: scanning,
 			Help: "a file of CEL policies (a YAML document with a policies: list, as in .mlwarden.yaml; docs/policies.md); repeatable; a violation is a finding policy/NAME"},
 		{Name: "vex", UserOnly: "it would choose which vulnerability findings are suppressed", Key: "vex", Type: Strings, Commands: []string{CmdScan, CmdServe},
 			Help: "an OpenVEX or CycloneDX VEX document (repeatable): a vulns finding whose package and vulnerability a not_affected or fixed statement covers is suppressed with the statement's justification"},
-		{Name: "severity", Key: "severity", Type: List, Choices: severities[:5], Commands: []string{CmdScan},
+		{Name: "severity", Key: "severity", Type: List, Choices: severities[:5], Commands: []string{CmdScan, CmdNode},
 			Help: "report only findings of these severities (comma list, e.g. critical,high; default: all), in every format; the summary counts the hidden ones, which never fail the run"},
-		{Name: "exit-code", Key: "exit-code", Type: Int, Default: "1", Commands: []string{CmdScan},
+		{Name: "exit-code", Key: "exit-code", Type: Int, Default: "1", Commands: []string{CmdScan, CmdNode},
 			Help: "exit code when findings are at or above --fail-on (0 to 125, not 2, which always means the scan was not complete)"},
-		{Name: "quiet", Short: "q", Type: Bool, Default: "false", Commands: []string{CmdScan},
+		{Name: "quiet", Short: "q", Type: Bool, Default: "false", Commands: []string{CmdScan, CmdNode},
 			Help: "no progress bar and no summary line on standard error (warnings and errors still are)"},
+
+		// mlwarden node.
+		{Name: "root", Type: String, Default: "/", Commands: []string{CmdNode},
+			Help: "the node tree to audit: / (this node), or a copied or mounted one (proc, sys, etc, var, home under it; links are read as links, never followed out of it)"},
+		{Name: "gpu-processes", Type: Path, Commands: []string{CmdNode},
+			Help: "the GPU processes as 'nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv,noheader' prints them, instead of asking NVML"},
+		{Name: "capture", Type: String, NoEnv: true, Commands: []string{CmdNode},
+			Help: "write an evidence bundle (.tar.gz) first: the report, and each flagged process's cmdline, status, stat, cgroup, exe link, sockets and environment variable names (never values), and the cron and unit files involved"},
+		{Name: "metrics-listen", Type: String, Commands: []string{CmdNode},
+			Help: "serve Prometheus metrics (finding counts per rule and node) on this address (e.g. :9464), auditing every --interval, instead of printing one report"},
+		{Name: "interval", Type: Duration, Default: "5m", Commands: []string{CmdNode},
+			Help: "with --metrics-listen: how often the node is audited"},
 		{Name: "skip-dirs", Key: "skip-dirs", Type: List, Commands: []string{CmdScan, CmdCUDA},
 			Help: "directories to leave out, as globs relative to each target's root (a glob without / matches a name at any depth: testdata); never read, counted in a target note"},
 		{Name: "skip-files", Key: "skip-files", Type: List, Commands: []string{CmdScan, CmdCUDA},

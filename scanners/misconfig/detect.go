@@ -340,22 +340,7 @@ func (r *run) jupyter(cl cmdLine) {
 	if !ok {
 		return
 	}
-	var j jupyterAuth
-	if v, ok := env(cl.words)["JUPYTER_TOKEN"]; ok {
-		j.set("token", v)
-	}
-	for k, v := range flags(args) {
-		name := strings.TrimLeft(k, "-")
-		if name == "ip" || name == "token" || name == "password" {
-			j.set(name, v)
-			continue
-		}
-		for _, app := range jupyterApps {
-			if key, ok := strings.CutPrefix(name, app+"."); ok {
-				j.set(key, v)
-			}
-		}
-	}
+	j := jupyterAuthOf(cl.words, args)
 	from := len(cl.words) - len(args)
 	at := -1
 	if j.ipSet && (allInterfaces(j.ip) || nodeAddress(j.ip)) {
@@ -372,6 +357,28 @@ func (r *run) jupyter(cl cmdLine) {
 	r.judgeJupyter(j, func(sev scanners.Severity, msg string) {
 		r.addWord(cl, at, RuleNotebookExposed, sev, j.evidence(), msg)
 	})
+}
+
+// jupyterAuthOf reads how a Jupyter command line (words, args its
+// arguments after the program) listens and authenticates.
+func jupyterAuthOf(words, args []string) jupyterAuth {
+	var j jupyterAuth
+	if v, ok := env(words)["JUPYTER_TOKEN"]; ok {
+		j.set("token", v)
+	}
+	for k, v := range flags(args) {
+		name := strings.TrimLeft(k, "-")
+		if name == "ip" || name == "token" || name == "password" {
+			j.set(name, v)
+			continue
+		}
+		for _, app := range jupyterApps {
+			if key, ok := strings.CutPrefix(name, app+"."); ok {
+				j.set(key, v)
+			}
+		}
+	}
+	return j
 }
 
 // jupyterKey is the setting a command-line flag name sets (ip, token,

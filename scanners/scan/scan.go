@@ -59,6 +59,9 @@ type Options struct {
 	// Scanners, when set, are the checks to run instead of the built-in
 	// ones Checks names (a library user's own check, a test's).
 	Scanners []scanners.Scanner
+	// Extra are checks run beside the built-in ones Checks names
+	// (mlwarden node's audit, which judges facts the front end read).
+	Extra []scanners.Scanner
 	// Config is the config file in effect (nil for none): its ignore
 	// entries and owners' sections apply.
 	Config *config.File
@@ -217,6 +220,7 @@ func New(o Options) (*Scanner, error) {
 			return nil, err
 		}
 	}
+	checks = append(slices.Clip(checks), o.Extra...)
 	s := &Scanner{o: o, checks: checks}
 	warnTargetConfig(o.Config, o.Warn)
 	s.rules = sync.OnceValue(func() []scanners.Rule { return catalog.RulesOf(checks) })
@@ -340,6 +344,9 @@ type Target struct {
 	// base, when set, reads a git: target or a work-tree directory as it
 	// was at this commit (the base scan of --new-only).
 	base string
+	// Source, when set instead of Ref, is a source the front end built
+	// (mlwarden node's node: its configuration files and inventory).
+	Source scanners.Source
 }
 
 // Result is what one Run found: the report, and for the sbatch front end
@@ -390,6 +397,9 @@ func (s *Scanner) run(ctx context.Context, targets []Target) (*Result, []string)
 	}()
 	for i, t := range targets {
 		switch {
+		case t.Source != nil:
+			names[i] = t.Source.Target().Name
+			srcs = append(srcs, t.Source)
 		case t.Script != nil:
 			sub := s.submission(t.Script)
 			subs = append(subs, sub)

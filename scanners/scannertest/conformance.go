@@ -29,7 +29,7 @@ const MaxWantsCost = 50 * time.Microsecond
 // checkNames are the scanners.Check constants.
 var checkNames = []string{
 	scanners.CheckSecrets, scanners.CheckPins, scanners.CheckModels,
-	scanners.CheckSignatures, scanners.CheckCUDA, scanners.CheckMisconfig, scanners.CheckVulns,
+	scanners.CheckSignatures, scanners.CheckCUDA, scanners.CheckMisconfig, scanners.CheckVulns, scanners.CheckNode,
 }
 
 // ruleName is the NAME of a CHECK/NAME rule ID: lowercase kebab case.

@@ -16,6 +16,7 @@ func commands(a *app) []*cobra.Command {
 		newScanCmd(a),
 		newSbatchCmd(a),
 		newCUDACmd(a),
+		newNodeCmd(a),
 		newPinCmd(a),
 		newVerifyCmd(a),
 		newServeCmd(a),
