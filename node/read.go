@@ -120,11 +120,6 @@ func (r reader) readlink(name string) (string, error) { return r.root.Readlink(n
 
 func (r reader) lstat(name string) (fs.FileInfo, error) { return r.root.Lstat(name) }
 
-func (r reader) exists(name string) bool {
-	_, err := r.root.Lstat(name)
-	return err == nil
-}
-
 func openRoot(dir string) (*os.Root, error) {
 	rt, err := os.OpenRoot(dir)
 	if err != nil {

@@ -186,11 +186,11 @@ func TestConformanceBad(t *testing.T) {
 				return nil, nil
 			}
 			return finisher{f}
-		}, []string{"FinishTarget({Name: Kind: Digest: Notes:[] Skipped:0}): panic: no name"}},
+		}, []string{"FinishTarget({Name: Kind: Digest: Notes:[] Skipped:0 VCS:<nil> Properties:map[]}): panic: no name"}},
 		{"finish fails", func(f *fake) scanners.Scanner {
 			f.finish = func(t scanners.Target) ([]scanners.Finding, error) { return nil, errors.New("no target") }
 			return finisher{f}
-		}, []string{"empty target: empty: misconfig check: no target", "FinishTarget({Name:never-walked Kind:image Digest: Notes:[] Skipped:0}): no target"}},
+		}, []string{"empty target: empty: misconfig check: no target", "FinishTarget({Name:never-walked Kind:image Digest: Notes:[] Skipped:0 VCS:<nil> Properties:map[]}): no target"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := errorsOf(tc.breakIt(newFake()), fakeSeeds)

@@ -102,7 +102,7 @@ func openScope(ctx context.Context, target string, o Options) (scanners.Source, 
 	switch {
 	case ok && scheme == "git":
 		if o.Scope.Staged {
-			return nil, fmt.Errorf("target %s: --staged reads a work tree's index: name the directory (.), not git:", target)
+			return nil, fmt.Errorf("target %s: --staged reads a work tree's index: name the directory (.) rather than a git: target", target)
 		}
 		if rest == "" {
 			return nil, fmt.Errorf("target %q: nothing after \"git:\"", target)
