@@ -52,12 +52,12 @@ func TestAction(t *testing.T) {
 	if a.Runs.Using != "composite" {
 		t.Errorf("runs.using %q, want composite", a.Runs.Using)
 	}
-	for _, in := range []string{"targets", "checks", "fail-on", "format", "config", "no-target-config", "version"} {
+	for _, in := range []string{"targets", "checks", "fail-on", "format", "config", "no-target-config", "version", "mode", "base-ref"} {
 		if a.Inputs[in].Description == "" {
 			t.Errorf("input %s missing or undescribed", in)
 		}
 	}
-	if a.Inputs["version"].Default != "source" || a.Inputs["fail-on"].Default != "high" || a.Inputs["format"].Default != "sarif" {
+	if a.Inputs["version"].Default != "source" || a.Inputs["fail-on"].Default != "high" || a.Inputs["format"].Default != "sarif" || a.Inputs["mode"].Default != "full" {
 		t.Errorf("defaults: version %q, fail-on %q, format %q", a.Inputs["version"].Default, a.Inputs["fail-on"].Default, a.Inputs["format"].Default)
 	}
 	pinned := regexp.MustCompile(`(?m)^\s+uses: [\w.-]+/[\w./-]+@[0-9a-f]{40} # v[0-9]+(\.[0-9]+)*$`)
@@ -123,7 +123,11 @@ func testScanStep(t *testing.T, script string) {
 	if script == "" {
 		t.Fatal("no step named Scan")
 	}
-	for _, rc := range []string{"0", "1", "2"} {
+	for _, tc := range []struct{ mode, rc, newOnly string }{
+		{"full", "0", ""}, {"full", "1", ""}, {"full", "2", ""},
+		{"pull-request", "1", "--new-only origin/main "},
+	} {
+		rc := tc.rc
 		dir := t.TempDir()
 		bin := filepath.Join(dir, "mlwarden-bin")
 		if err := os.MkdirAll(bin, 0o755); err != nil {
@@ -136,7 +140,7 @@ func testScanStep(t *testing.T, script string) {
 		cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script)
 		cmd.Env = append(os.Environ(), "RUNNER_TEMP="+dir, "GITHUB_OUTPUT="+filepath.Join(dir, "out"),
 			"TARGETS=. \n registry:example.com/a:1", "CHECKS=all", "FAIL_ON=high", "FORMAT=sarif",
-			"OUTPUT=r.sarif", "CONFIG=ci/mlwarden.yaml", "NO_TARGET_CONFIG=true")
+			"OUTPUT=r.sarif", "CONFIG=ci/mlwarden.yaml", "NO_TARGET_CONFIG=true", "MODE="+tc.mode, "BASE_REF=main")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("mlwarden exit %s: the step failed: %v\n%s", rc, err, out)
 		}
@@ -145,9 +149,22 @@ func testScanStep(t *testing.T, script string) {
 			t.Errorf("mlwarden exit %s: outputs %q", rc, out)
 		}
 		args, _ := os.ReadFile(filepath.Join(dir, "args"))
-		want := "scan --checks all --fail-on high --format sarif --output r.sarif --config ci/mlwarden.yaml --no-target-config . registry:example.com/a:1\n"
+		want := "scan --checks all --fail-on high --format sarif --output r.sarif --config ci/mlwarden.yaml --no-target-config " + tc.newOnly + ". registry:example.com/a:1\n"
 		if got := strings.ReplaceAll(string(args), "\n", " "); got != strings.ReplaceAll(want, "\n", " ") {
 			t.Errorf("mlwarden ran with %q, want %q", got, want)
 		}
+	}
+
+	// A mode the action does not know is exit 2, and mlwarden never runs.
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script)
+	cmd.Env = append(os.Environ(), "RUNNER_TEMP="+dir, "GITHUB_OUTPUT="+filepath.Join(dir, "out"),
+		"TARGETS=.", "CHECKS=all", "FAIL_ON=high", "FORMAT=sarif", "OUTPUT=r.sarif", "CONFIG=", "NO_TARGET_CONFIG=false",
+		"MODE=incremental", "BASE_REF=main")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("unknown mode: the step failed: %v\n%s", err, out)
+	}
+	if out, _ := os.ReadFile(filepath.Join(dir, "out")); !strings.Contains(string(out), "exit-code=2\n") {
+		t.Errorf("unknown mode: outputs %q, want exit-code=2", out)
 	}
 }
