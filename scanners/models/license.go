@@ -322,7 +322,7 @@ type mdir struct {
 func newJudge(t scanners.Target, facts []fact) *judge {
 	j := &judge{t: t, meta: map[string]fact{}, cards: map[string]fact{}, markers: map[string]bool{}, dirs: map[string]*mdir{}}
 	for _, f := range facts {
-		dir := path.Dir(f.A.Path)
+		dir := dirOf(f.A.Path)
 		switch f.What {
 		case "meta":
 			j.meta[f.A.Path] = f
@@ -368,7 +368,7 @@ func (j *judge) licenseOf(p string) (fact, bool) {
 	if f, ok := j.meta[p]; ok && f.License != "" {
 		return f, true
 	}
-	for d := path.Dir(p); ; d = path.Dir(d) {
+	for d := dirOf(p); ; d = path.Dir(d) {
 		if f, ok := j.cards[d]; ok && f.License != "" {
 			return f, true
 		}
@@ -383,7 +383,7 @@ func (j *judge) licenseOf(p string) (fact, bool) {
 }
 
 func (j *judge) model(c *scanners.Component) {
-	dir := path.Dir(c.Path)
+	dir := dirOf(c.Path)
 	d := j.dirs[dir]
 	if d == nil {
 		d = &mdir{dir: dir, byLicense: map[string]fact{}, layer: c.Layer}
@@ -462,13 +462,14 @@ func (j *judge) unknownFinding(d *mdir) scanners.Finding {
 	a := j.at(d, d.unknown[0])
 	why := "no model card, no licence in the file's metadata"
 	if c, ok := j.cards[d.dir]; ok {
+		card := strings.TrimPrefix(c.A.Path, "/")
 		switch {
 		case !c.HasMeta:
-			why = "its model card " + c.A.Path + " has no metadata block"
+			why = "its model card " + card + " has no metadata block"
 		case c.Raw != "":
-			why = fmt.Sprintf("its model card %s says license %q, which names no licence mlwarden can map to SPDX", c.A.Path, c.Raw)
+			why = fmt.Sprintf("its model card %s says license %q, which names no licence mlwarden can map to SPDX", card, c.Raw)
 		default:
-			why = "its model card " + c.A.Path + " has no license field"
+			why = "its model card " + card + " has no license field"
 		}
 	}
 	if f, ok := j.meta[d.unknown[0]]; ok && f.Raw != "" {
@@ -545,6 +546,12 @@ func (j *judge) hasCard(dir string) bool {
 		}
 	}
 }
+
+// dirOf is p's directory as the judge keys it: an image's absolute paths
+// (/models/x.gguf) and a directory's relative ones (models/x.gguf) give the
+// same directory, so a model artifact and its files on disk are judged
+// alike ("." is the top directory).
+func dirOf(p string) string { return path.Dir(strings.TrimPrefix(p, "/")) }
 
 func shownDir(d string) string {
 	if d == "." || d == "" {

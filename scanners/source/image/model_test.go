@@ -408,6 +408,10 @@ func TestModelPackBytes(t *testing.T) {
 		files[n] = data
 	}
 	files["config.json"] = []byte(`{"model_type": "llama"}`)
+	// The same files on disk: the config makes both a model directory.
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), files["config.json"], 0o644); err != nil {
+		t.Fatal(err)
+	}
 	host := registrytest.Any(t)
 	ref := registrytest.Repo(t, host) + ":v1"
 	a := artifact{artifactType: image.MediaModelPackManifest, config: blob{mt: image.MediaModelPackConfig, data: []byte(`{"descriptor":{}}`)}}
