@@ -78,7 +78,11 @@ func Open(ctx context.Context, target string, o Options) (scanners.Source, error
 		case k8s.Scheme:
 			ko := o.K8s
 			ko.Image = o.Image
-			return k8s.Open(ctx, rest, ko)
+			src, err := k8s.Open(ctx, rest, ko)
+			if err != nil {
+				return nil, err
+			}
+			return src, nil
 		case "dir", "file":
 			return openPath(rest, o)
 		}
